@@ -1,0 +1,158 @@
+"""`harness run | serve | targets`: the command line, and its exit codes.
+
+0: every verdict matches its expectation. 1: some verdict differs, or a run
+errored. 2: bad input or usage (a broken scenario, an unknown target, an
+unwritable report folder), reported as one line naming where and what.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from harness.errors import InputError
+
+EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
+DEFAULT_SCENARIOS = "scenarios"
+DEFAULT_REPORTS = Path("reports")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run scenarios against targets and report the verdicts")
+    run.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
+    run.add_argument("--target", "-t", action="append", default=[], metavar="T",
+                     help="reference, reference:DEFECT, reference:* or a target file; repeatable (default: reference)")
+    run.add_argument("--report-dir", type=Path, metavar="DIR",
+                     help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
+    run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
+    run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
+
+    serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
+    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
+
+    sub.add_parser("targets", help="list the built-in targets and the reference agent's defects")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
+        if args.command == "serve":
+            return _serve(args)
+        return _targets()
+    except InputError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
+    from harness.report import console, write_reports
+    from harness.runner import run_matrix
+    from harness.scenario_file import load_scenarios
+    from harness.targets import resolve_targets
+
+    paths = args.paths or [DEFAULT_SCENARIOS]
+    scenarios = load_scenarios(paths)
+    specs = args.target or ["reference"]
+    targets = resolve_targets(specs)
+    report_dir = _prepare_report_dir(args.report_dir)
+    if not args.target:
+        print("harness: no --target given: running the clean reference agent", file=sys.stderr)
+    progress = None if args.quiet else console.ConsoleProgress()
+    results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
+    written = write_reports(results, report_dir, command)
+    print(console.table(results))
+    details = console.failure_details(results)
+    if details:
+        print()
+        print(details)
+    print()
+    print("reports: " + ", ".join(str(p) for p in written) + f", {report_dir / 'journal'}/")
+    return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
+
+
+def _prepare_report_dir(given: Path | None) -> Path:
+    """Create (and prove writable) the report folder before any agent runs."""
+    if given is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        report_dir = DEFAULT_REPORTS / f"run-{stamp}-{os.getpid()}"
+    else:
+        report_dir = given
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        probe = report_dir / ".write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write reports there: {exc.strerror or exc}", report_dir) from None
+    if given is None:
+        latest = DEFAULT_REPORTS / "latest"
+        try:
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            latest.symlink_to(report_dir.name)
+        except OSError:
+            pass  # a convenience link; the report itself is written regardless
+    return report_dir
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from harness.fakeapi.core import FakeModelAPI
+    from harness.fakeapi.server import FakeAPIServer
+
+    journal = _EchoJournal(args.journal)
+    try:
+        server = FakeAPIServer(FakeModelAPI(journal), port=args.port)
+    except OSError as exc:
+        raise InputError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    print(f"fake model API listening on {server.base_url}", file=sys.stderr)
+    print(f"  export ANTHROPIC_BASE_URL={server.base_url}", file=sys.stderr)
+    if args.journal:
+        print(f"  journal: {args.journal}", file=sys.stderr)
+    print("  every request gets a default reply; Ctrl-C stops", file=sys.stderr)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        journal.close()
+    return EXIT_OK
+
+
+class _EchoJournal:
+    """A journal that also prints one line per request, for a person watching `harness serve`."""
+
+    def __init__(self, path: Path | None):
+        from harness.fakeapi.journal import Journal
+
+        self._journal = Journal(path)
+
+    def append(self, exchange) -> None:
+        self._journal.append(exchange)
+        flag = " unforeseen" if exchange.unforeseen else ""
+        error = f" {exchange.error}" if exchange.error else ""
+        print(f"#{exchange.seq} {exchange.method} {exchange.path} {exchange.status} {exchange.klass}{flag}{error}", file=sys.stderr)
+
+    def __getattr__(self, name: str):
+        return getattr(self._journal, name)
+
+
+def _targets() -> int:
+    from harness.reference_agent.defects import DEFECT_DESCRIPTIONS
+
+    print("reference                 the clean reference agent (shipped in this package)")
+    for name, text in DEFECT_DESCRIPTIONS.items():
+        print(f"reference:{name:<34} {text}")
+    print("reference:*               the clean agent plus one target per defect")
+    print("PATH.yaml                 a target file describing any agent (see README)")
+    return EXIT_OK

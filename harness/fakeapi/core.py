@@ -1,0 +1,239 @@
+"""The fake model API as a transport-neutral function: request in, response out.
+
+The HTTP server (and, later, an in-process respx mount) only adapt bytes on a
+socket to HTTPRequest/HTTPResponse; everything a run depends on (routing, the
+script, classification, journaling) happens here, once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, SIDE, Exchange, redact_headers, redact_query
+from harness.fakeapi.journal import Journal
+from harness.fakeapi.protocols import anthropic
+from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
+from harness.scenario import Step
+
+
+@dataclass
+class HTTPRequest:
+    method: str
+    target: str  # path with query string, as on the request line
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    peer_pid: int | None = None
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+
+@dataclass
+class HTTPResponse:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    chunks: Iterable[bytes] | None = None  # set for streamed replies
+
+    def read_all(self) -> bytes:
+        return b"".join(self.chunks) if self.chunks is not None else self.body
+
+
+@dataclass(frozen=True)
+class SideCallRule:
+    """A request is a side call when every given pattern matches (searched, not anchored).
+
+    Targets declare these for their background requests (titles, quota probes),
+    so checks judge only the conversation's own turns.
+    """
+
+    model: str | None = None
+    system: str | None = None
+    prompt: str | None = None
+
+    def matches(self, normalized: dict[str, Any]) -> bool:
+        probes = {
+            "model": normalized.get("model") or "",
+            "system": "\n\n".join(b["text"] for b in normalized.get("system", [])),
+            "prompt": anthropic.last_user_text(normalized),
+        }
+        given = {k: getattr(self, k) for k in probes if getattr(self, k) is not None}
+        return bool(given) and all(re.search(p, probes[k]) for k, p in given.items())
+
+
+@dataclass
+class _ActiveStep:
+    step: Step
+    script: StepScript
+    pid: int | None = None
+    requests: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class FakeModelAPI:
+    def __init__(self, journal: Journal | None = None, side_calls: Iterable[SideCallRule] = ()):
+        self.journal = journal if journal is not None else Journal()
+        self.side_calls = tuple(side_calls)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._active: _ActiveStep | None = None
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------ step bookkeeping
+
+    def begin_step(self, step: Step) -> None:
+        with self._lock:
+            self._active = _ActiveStep(step, StepScript(step))
+
+    def set_step_pid(self, pid: int) -> None:
+        """The step's root process, so the server can tell which process sent a request."""
+        with self._lock:
+            if self._active is not None:
+                self._active.pid = pid
+
+    @property
+    def step_pid(self) -> int | None:
+        active = self._active
+        return active.pid if active else None
+
+    def end_step(self) -> StepScript | None:
+        with self._lock:
+            active, self._active = self._active, None
+        return active.script if active else None
+
+    # ------------------------------------------------------------ dispatch
+
+    def handle(self, request: HTTPRequest) -> HTTPResponse:
+        parts = urlsplit(request.target)
+        path = parts.path.rstrip("/") or "/"
+        route = {
+            ("POST", "/v1/messages"): self._messages,
+            ("POST", "/v1/messages/count_tokens"): self._count_tokens,
+            ("GET", "/v1/models"): self._models,
+        }.get((request.method, path))
+        if route is None and request.method == "GET" and path.startswith("/v1/models/"):
+            route = self._model
+        if route is None:
+            known_path = path in ("/v1/messages", "/v1/messages/count_tokens", "/v1/models")
+            status, kind = (405, "invalid_request_error") if known_path else (404, "not_found_error")
+            message = f"{request.method} {path} is not served by the fake API" if status == 405 else f"Not found: {path}"
+            return self._refuse(request, parts.query, path, anthropic.BadRequest(message, status, kind))
+        return route(request, path, parts.query)
+
+    def _messages(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        try:
+            normalized = anthropic.parse_messages_request(request.body)
+        except anthropic.BadRequest as exc:
+            return self._refuse(request, query, path, exc)
+        with self._lock:
+            active = self._active
+            klass = self._classify(normalized)
+            exchange = self._new_exchange(request, path, query, klass, 200, active)
+            exchange.normalized = normalized
+            exchange.stream = normalized["stream"]
+            blocks, stop_reason, turn_usage = self._choose_reply(exchange, normalized, active)
+            usage = resolve_usage(
+                anthropic.estimate_tokens(len(request.body)), blocks, turn_usage, active.step.usage if active else None
+            )
+            reply = anthropic.build_message(exchange.seq, normalized["model"], blocks, stop_reason, usage)
+            exchange.reply = reply.journal_view
+            self.journal.append(exchange)
+        headers = [("request-id", _request_id(exchange.seq))]
+        if normalized["stream"]:
+            headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
+            return HTTPResponse(200, headers, chunks=anthropic.render_sse(reply))
+        headers.append(("content-type", "application/json"))
+        return HTTPResponse(200, headers, body=anthropic.render_json(reply))
+
+    def _classify(self, normalized: dict[str, Any]) -> str:
+        if anthropic.is_compaction(normalized):
+            return COMPACTION
+        if any(rule.matches(normalized) for rule in self.side_calls):
+            return SIDE
+        return MAIN
+
+    def _choose_reply(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None):
+        """Scripted turn for a main request, summary for a compaction, default otherwise (flagged)."""
+        if exchange.klass == COMPACTION:
+            summary = (active.step.summary if active else None) or anthropic.default_summary(normalized)
+            turn = text_turn(anthropic.compaction_reply_text(summary))
+            if active is None:
+                exchange.unforeseen = True
+                exchange.notes.append("compaction request outside any step")
+            return blocks_of(turn), "end_turn", None
+        if exchange.klass == SIDE:
+            return blocks_of(text_turn(SIDE_REPLY)), "end_turn", None
+        turn = active.script.take_turn() if active else None
+        if turn is None:
+            exchange.unforeseen = True
+            exchange.notes.append(
+                "request outside any step" if active is None else "no scripted reply left for this step: default reply given"
+            )
+            turn = text_turn(DEFAULT_REPLY)
+        return blocks_of(turn), turn.effective_stop_reason, turn.usage
+
+    def _count_tokens(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        try:
+            normalized = anthropic.parse_count_tokens_request(request.body)
+        except anthropic.BadRequest as exc:
+            return self._refuse(request, query, path, exc)
+        body = anthropic.count_tokens_body(normalized, len(request.body))
+        self._record_simple(request, path, query, 200, normalized)
+        return HTTPResponse(200, [("content-type", "application/json")], body=body)
+
+    def _models(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        self._record_simple(request, path, query, 200, None)
+        return HTTPResponse(200, [("content-type", "application/json")], body=anthropic.models_body())
+
+    def _model(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        self._record_simple(request, path, query, 200, None)
+        model_id = path.rsplit("/", 1)[-1]
+        return HTTPResponse(200, [("content-type", "application/json")], body=anthropic.model_body(model_id))
+
+    # ------------------------------------------------------------ journaling
+
+    def _record_simple(self, request: HTTPRequest, path: str, query: str, status: int, normalized) -> None:
+        with self._lock:
+            exchange = self._new_exchange(request, path, query, SIDE, status, self._active)
+            exchange.normalized = normalized
+            self.journal.append(exchange)
+
+    def _refuse(self, request: HTTPRequest, query: str, path: str, exc: anthropic.BadRequest) -> HTTPResponse:
+        with self._lock:
+            exchange = self._new_exchange(request, path, query, MALFORMED, exc.status, self._active)
+            exchange.error = str(exc)
+            self.journal.append(exchange)
+        rid = _request_id(exchange.seq)
+        body = anthropic.error_body(str(exc), exc.error_type, rid)
+        return HTTPResponse(exc.status, [("content-type", "application/json"), ("request-id", rid)], body=body)
+
+    def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
+        """Called with the lock held: sequence numbers follow arrival order."""
+        self._seq += 1
+        if active is not None:
+            active.requests += 1
+        return Exchange(
+            seq=self._seq,
+            method=request.method,
+            path=path,
+            query=redact_query(query),
+            headers=redact_headers(request.headers),
+            body=request.body,
+            klass=klass,
+            status=status,
+            time_s=time.monotonic() - self._started,
+            step=active.step.index if active else None,
+            step_kind=active.step.kind if active else None,
+            pid=request.peer_pid,
+            protocol=anthropic.NAME,
+        )
+
+
+def _request_id(seq: int) -> str:
+    return f"req_harness{seq:012d}"

@@ -1,0 +1,61 @@
+"""What the fake model says during one step: the scenario's scripted turns, in order.
+
+A request the script did not foresee still gets an answer (so the agent can
+finish and the run can be judged) but the journal flags it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from harness.scenario import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+
+DEFAULT_REPLY = "OK."
+SIDE_REPLY = "OK."
+
+
+class StepScript:
+    def __init__(self, step: Step):
+        self.step = step
+        self._turns: deque[Turn] = deque(step.turns)
+
+    def take_turn(self) -> Turn | None:
+        return self._turns.popleft() if self._turns else None
+
+    @property
+    def unused_turns(self) -> int:
+        return len(self._turns)
+
+
+def blocks_of(turn: Turn) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in turn.blocks:
+        if isinstance(block, TextBlock):
+            blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock):
+            blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+        elif isinstance(block, ToolUseBlock):
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+    return blocks
+
+
+def text_turn(text: str) -> Turn:
+    return Turn(blocks=(TextBlock(text),))
+
+
+def resolve_usage(computed_input: int, blocks: list[dict[str, Any]], *given: Usage | None) -> dict[str, int]:
+    """Scripted numbers win field by field (turn, then step); the rest are estimated."""
+    output_chars = sum(len(b.get("text") or b.get("thinking") or str(b.get("input", ""))) for b in blocks)
+    usage = {
+        "input_tokens": computed_input,
+        "output_tokens": max(1, output_chars // 4),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    for source in reversed([g for g in given if g is not None]):
+        for key in usage:
+            value = getattr(source, key)
+            if value is not None:
+                usage[key] = value
+    return usage

@@ -1,0 +1,96 @@
+"""One agent step as one fresh OS process, in its own process group, bounded in time.
+
+A hung agent is killed with its whole group (children included), and anything
+an agent leaves running after it exits is killed too, so no step can leak into
+the next or outlive the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+GRACE_S = 2.0
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: int | None
+    duration_s: float
+    pid: int
+    timed_out: bool = False
+    leftovers_killed: bool = False
+    launch_error: str | None = None
+
+
+def run_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout_s: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    on_start: Callable[[int], None] = lambda pid: None,
+) -> ProcessOutcome:
+    started = time.monotonic()
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")
+        on_start(proc.pid)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=GRACE_S)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        duration = time.monotonic() - started
+        leftovers = _group_alive(proc.pid)
+        if leftovers:
+            _kill_group(proc.pid, signal.SIGKILL)
+    return ProcessOutcome(
+        exit_code=None if timed_out else proc.returncode,
+        duration_s=duration,
+        pid=proc.pid,
+        timed_out=timed_out,
+        leftovers_killed=leftovers,
+    )
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def tail(path: Path, limit: int = 2000) -> str:
+    """The end of a captured stream, for error messages and reports."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    text = data[-limit:].decode("utf-8", errors="replace")
+    return ("…" + text) if len(data) > limit else text

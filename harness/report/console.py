@@ -1,0 +1,73 @@
+"""The terminal: a line per step while the run goes, then the verdict table."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from harness.report.cells import cell, check_columns, counts, outcome
+from harness.results import RunResult, StepResult
+from harness.scenario import Scenario
+from harness.targets.base import Target
+
+
+class ConsoleProgress:
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+
+    def _say(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None:
+        width = len(str(total))
+        self._say(f"[{number:>{width}}/{total}] {scenario.name} · {target.name}  ({len(scenario.steps)} steps)")
+
+    def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
+        state = "timeout" if step.timed_out else f"exit {step.exit_code}"
+        line = f"      step {step.index}/{len(scenario.steps)} {step.kind:<8} {state:<8} {step.duration_s:6.2f}s  {step.requests} request(s)"
+        if step.error:
+            line += f"\n      ✗ {step.error}"
+        for note in step.notes:
+            line += f"\n      · {note}"
+        self._say(line)
+
+    def run_finished(self, result: RunResult) -> None:
+        failing = [f"{c.check}={c.verdict}" for c in result.checks if c.verdict != "pass"]
+        self._say(f"      → {outcome(result)}" + (f"  ({', '.join(failing)})" if failing else ""))
+
+
+def table(results: list[RunResult]) -> str:
+    columns = check_columns(results)
+    header = ["scenario", "target", *columns, "result"]
+    rows = [header]
+    for result in results:
+        cells = [cell(next((c for c in result.checks if c.check == name), None)) for name in columns]
+        rows.append([result.scenario, result.target, *cells, outcome(result)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    total = counts(results)
+    lines.append("")
+    lines.append(
+        f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, {total['errors']} errors"
+        "  (`!` marks a verdict that differs from the scenario's expectation)"
+    )
+    return "\n".join(lines)
+
+
+def failure_details(results: list[RunResult]) -> str:
+    """The evidence for every verdict that differs from its expectation."""
+    blocks = []
+    for result in results:
+        if result.as_expected:
+            continue
+        head = f"✗ {result.scenario} · {result.target}"
+        if result.error:
+            blocks.append(f"{head}: run error\n  {result.error}")
+            continue
+        for check in result.checks:
+            if not check.as_expected:
+                body = "\n".join("  " + line for line in check.message.splitlines())
+                blocks.append(f"{head} · {check.check}: expected {check.expected_verdict}, got {check.verdict}\n{body}")
+    return "\n\n".join(blocks)

@@ -1,0 +1,26 @@
+"""results.json: the machine-readable record of a run, one entry per scenario × target."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import harness
+from harness.report.cells import counts
+from harness.results import RunResult
+
+
+def document(results: list[RunResult], command: list[str]) -> dict:
+    return {
+        "harness_version": harness.__version__,
+        "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "summary": counts(results),
+        "runs": [r.to_json() for r in results],
+    }
+
+
+def write(results: list[RunResult], path: Path, command: list[str]) -> Path:
+    path.write_text(json.dumps(document(results, command), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

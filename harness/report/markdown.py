@@ -1,0 +1,46 @@
+"""summary.md: the verdict matrix and every unexpected verdict's evidence, fit for a pull request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.report.cells import cell, check_columns, counts, outcome
+from harness.results import ERROR, RunResult
+
+
+def render(results: list[RunResult]) -> str:
+    total = counts(results)
+    ok = total["as_expected"] == total["runs"]
+    lines = [
+        "# harness: " + ("all verdicts as expected" if ok else "verdicts differ from expectations"),
+        "",
+        f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, "
+        f"{total['errors']} errors. `!` marks a verdict that differs from the scenario's expectation.",
+        "",
+    ]
+    columns = check_columns(results)
+    lines.append("| scenario | target | " + " | ".join(columns) + " | result |")
+    lines.append("|---|---|" + "---|" * len(columns) + "---|")
+    for result in results:
+        cells = [cell(next((c for c in result.checks if c.check == name), None)) for name in columns]
+        lines.append(f"| {result.scenario} | `{result.target}` | " + " | ".join(cells) + f" | {outcome(result)} |")
+    problems = [r for r in results if not r.as_expected]
+    if problems:
+        lines += ["", "## What differs", ""]
+        for result in problems:
+            lines.append(f"### {result.scenario} · `{result.target}`")
+            lines.append("")
+            if result.status == ERROR and result.error:
+                lines += ["Run error:", "", "```", result.error, "```", ""]
+            for check in result.checks:
+                if not check.as_expected and check.verdict != ERROR:
+                    lines += [f"**{check.check}**: expected {check.expected_verdict}, got {check.verdict}", "",
+                              "```", check.message, "```", ""]
+            if result.journal:
+                lines += [f"Journal: `{result.journal}`", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write(results: list[RunResult], path: Path) -> Path:
+    path.write_text(render(results), encoding="utf-8")
+    return path

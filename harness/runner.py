@@ -1,0 +1,227 @@
+"""Drive one scenario through one target: each step a fresh process against a fresh fake API.
+
+Record first, judge after (Jepsen): steps run until one fails to complete; the
+journal is the only input to the checks; a run whose history is incomplete is
+an error whose checks are not judged, never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from harness.checks import CheckContext, run_check
+from harness.fakeapi.core import FakeModelAPI
+from harness.fakeapi.exchange import MAIN, Exchange
+from harness.fakeapi.journal import Journal
+from harness.fakeapi.server import FakeAPIServer
+from harness.process import run_process, tail
+from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
+from harness.scenario import Scenario, Step
+from harness.targets.base import MissingValue, Target, harness_python, render
+from harness.workspace import FAKE_API_KEY, Workspace, step_environment
+
+
+class Progress(Protocol):
+    def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None: ...
+    def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None: ...
+    def run_finished(self, result: RunResult) -> None: ...
+
+
+class SilentProgress:
+    def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None:
+        pass
+
+    def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
+        pass
+
+    def run_finished(self, result: RunResult) -> None:
+        pass
+
+
+def journal_name(scenario: Scenario, target: Target) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{scenario.name}__{target.name}") + ".jsonl"
+
+
+def run_matrix(
+    scenarios: Sequence[Scenario],
+    targets: Sequence[Target],
+    journal_dir: Path | None = None,
+    progress: Progress | None = None,
+    keep_workspace: bool = False,
+) -> list[RunResult]:
+    progress = progress or SilentProgress()
+    pairs = [(s, t) for s in scenarios for t in targets]
+    results = []
+    for number, (scenario, target) in enumerate(pairs, 1):
+        progress.run_started(scenario, target, number, len(pairs))
+        journal_path = journal_dir / journal_name(scenario, target) if journal_dir else None
+        result = run_scenario(scenario, target, journal_path, progress, keep_workspace)
+        progress.run_finished(result)
+        results.append(result)
+    return results
+
+
+def run_scenario(
+    scenario: Scenario,
+    target: Target,
+    journal_path: Path | None = None,
+    progress: Progress | None = None,
+    keep_workspace: bool = False,
+) -> RunResult:
+    progress = progress or SilentProgress()
+    started = time.monotonic()
+    if journal_path is not None and journal_path.exists():
+        journal_path.unlink()  # a journal describes one run, never two appended
+    journal = Journal(journal_path)
+    api = FakeModelAPI(journal, side_calls=target.side_calls)
+    workspace = Workspace.create(f"{scenario.name}-{target.name}")
+    result = RunResult(
+        scenario=scenario.name,
+        target=target.name,
+        status=ERROR,
+        scenario_path=str(scenario.path) if scenario.path else None,
+        journal=str(journal_path) if journal_path else None,
+    )
+    try:
+        with FakeAPIServer(api) as server:
+            session_id: str | None = None
+            for step in scenario.steps:
+                step_result, session_id = _run_step(scenario, target, step, api, journal, server.base_url, workspace, session_id)
+                result.steps.append(step_result)
+                progress.step_finished(scenario, target, step_result)
+                if step_result.error:
+                    result.error = f"step {step.index} ({step.kind}): {step_result.error}"
+                    break
+    finally:
+        journal.close()
+        if keep_workspace:
+            result.steps and result.steps[-1].notes.append(f"workspace kept at {workspace.root}")
+        else:
+            workspace.remove()
+    result.checks = judge(scenario, target, journal.exchanges(), result.error)
+    result.status = _status(result)
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _run_step(
+    scenario: Scenario,
+    target: Target,
+    step: Step,
+    api: FakeModelAPI,
+    journal: Journal,
+    base_url: str,
+    workspace: Workspace,
+    session_id: str | None,
+) -> tuple[StepResult, str | None]:
+    result = StepResult(index=step.index, kind=step.kind)
+    template = target.command_for(step.kind)
+    if template is None:
+        result.error = f"target {target.name!r} has no command for a {step.kind!r} step"
+        return result, session_id
+    values = {
+        "prompt": step.prompt or "",
+        "append": scenario.append or "",
+        "session_id": session_id,
+        "base_url": base_url,
+        "api_key": FAKE_API_KEY,
+        "home": str(workspace.home),
+        "workdir": str(workspace.workdir),
+        "target_dir": str(target.target_dir),
+        "python": harness_python(),
+    }
+    try:
+        argv = [render(part, values) for part in template]
+        extra_env = {name: render(value, values) for name, value in target.env.items()}
+    except MissingValue as exc:
+        result.error = f"cannot build the command: {exc} (no earlier step produced a session id)"
+        return result, session_id
+    result.argv = argv
+    env = step_environment(workspace, base_url, extra_env)
+    stdout_path = workspace.logs / f"step-{step.index}.stdout"
+    stderr_path = workspace.logs / f"step-{step.index}.stderr"
+    api.begin_step(step)
+    try:
+        outcome = run_process(
+            argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
+            on_start=api.set_step_pid,
+        )
+    finally:
+        script = api.end_step()
+    exchanges = journal.for_step(step.index)
+    stdout = stdout_path.read_text(encoding="utf-8", errors="replace") if stdout_path.exists() else ""
+    result.exit_code = outcome.exit_code
+    result.duration_s = round(outcome.duration_s, 3)
+    result.timed_out = outcome.timed_out
+    result.requests = len(exchanges)
+    result.main_requests = sum(1 for e in exchanges if e.klass == MAIN)
+    result.request_seqs = [e.seq for e in exchanges]
+    result.pids = sorted({e.pid for e in exchanges if e.pid is not None})
+    result.unforeseen = sum(1 for e in exchanges if e.unforeseen)
+    result.unused_turns = script.unused_turns if script else 0
+    result.stdout_tail = tail(stdout_path)
+    result.stderr_tail = tail(stderr_path)
+    if outcome.leftovers_killed:
+        result.notes.append("processes of the step were still running after it exited; their group was killed")
+    if result.unforeseen:
+        result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
+    if result.unused_turns:
+        result.notes.append(f"{result.unused_turns} scripted reply(ies) were never requested")
+    result.error = _step_error(outcome, result, step, target)
+    if result.error:
+        return result, session_id
+    new_id = target.session_id.read(stdout, exchanges)
+    if new_id is None and step.kind == "launch":
+        result.error = (
+            f"could not read the session id ({target.session_id.describe()}) from the launch; "
+            f"stdout ends with: {tail(stdout_path, 300)!r}"
+        )
+        return result, session_id
+    result.session_id = new_id or session_id
+    return result, result.session_id
+
+
+def _step_error(outcome, result: StepResult, step: Step, target: Target) -> str | None:
+    stderr = f"; stderr ends with: {tail_line(result.stderr_tail)!r}" if result.stderr_tail.strip() else ""
+    if outcome.launch_error:
+        return outcome.launch_error
+    if outcome.timed_out:
+        return f"timed out after {step.timeout_s or target.timeout_s:g}s; its process group was killed{stderr}"
+    if outcome.exit_code != 0:
+        how = f"killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
+        return f"the agent {how}{stderr}"
+    if result.requests == 0:
+        return "the agent sent no request to the fake API"
+    return None
+
+
+def tail_line(text: str, limit: int = 300) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def judge(scenario: Scenario, target: Target, exchanges: list[Exchange], run_error: str | None) -> list[CheckResult]:
+    context = CheckContext(tuple(exchanges), scenario.append, target.identity_pattern)
+    verdicts = []
+    for name in scenario.checks:
+        if run_error:
+            verdict = CheckResult(name, ERROR, f"not judged: the run did not complete ({run_error})")
+        else:
+            try:
+                verdict = run_check(name, context)
+            except Exception:  # a crashing check is a harness bug, reported as such, never a pass
+                verdict = CheckResult(name, ERROR, "the check itself crashed:\n" + traceback.format_exc())
+        verdict.expected_verdict = scenario.expected_verdict(target.name, name)
+        verdict.as_expected = verdict.verdict == verdict.expected_verdict
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _status(result: RunResult) -> str:
+    if result.error or any(c.verdict == ERROR for c in result.checks):
+        return ERROR
+    return FAIL if any(c.verdict == FAIL for c in result.checks) else PASS

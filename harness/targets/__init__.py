@@ -1,0 +1,36 @@
+"""Turning `--target` arguments into Targets: built-in names or target files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.targets.base import Target
+
+
+def resolve_target(spec: str) -> list[Target]:
+    """One spec can stand for several targets (`reference:*` is the clean agent plus each defect)."""
+    from harness.targets import reference  # the reference agent is imported only when asked for
+
+    name = spec.split(":", 1)[0]
+    if name == reference.NAME:
+        return reference.reference_target(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        from harness.targets.command import load_target_file
+
+        return [load_target_file(path)]
+    raise InputError(
+        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' "
+        "or the path of a target file (*.yaml)"
+    )
+
+
+def resolve_targets(specs: list[str]) -> list[Target]:
+    targets: list[Target] = []
+    for spec in specs:
+        for target in resolve_target(spec):
+            if any(t.name == target.name for t in targets):
+                raise InputError(f"target {target.name!r} given twice")
+            targets.append(target)
+    return targets

@@ -1,0 +1,129 @@
+"""A target: how one step of a scenario becomes one fresh process of an agent.
+
+Targets know argv templates, environment, how to read the session id back and
+where the identity line lives. They know nothing about checks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from harness.errors import InputError
+from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.exchange import Exchange
+
+PLACEHOLDERS = ("prompt", "append", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python")
+COMMAND_KINDS = ("launch", "resume", "retry", "compact")
+SESSION_ID_SOURCES = ("stdout_json", "stdout_regex", "header")
+DEFAULT_IDENTITY = r"(?m)^You are [^\n]*"
+
+
+@dataclass(frozen=True)
+class SessionIdSource:
+    kind: str  # one of SESSION_ID_SOURCES
+    value: str
+
+    def read(self, stdout: str, exchanges: Iterable[Exchange]) -> str | None:
+        if self.kind == "stdout_json":
+            return _from_json_lines(stdout, self.value)
+        if self.kind == "stdout_regex":
+            match = re.search(self.value, stdout)
+            if not match:
+                return None
+            if "session_id" in match.groupdict():
+                return match.group("session_id")
+            return match.group(1) if match.groups() else match.group(0)
+        name = self.value.lower()
+        for exchange in exchanges:
+            if name in exchange.headers:
+                return exchange.headers[name]
+        return None
+
+    def describe(self) -> str:
+        return f"{self.kind}: {self.value}"
+
+
+def _from_json_lines(stdout: str, key: str) -> str | None:
+    """The last JSON object on stdout carrying the key (agents print logs before their result)."""
+    candidates = [stdout] + list(reversed(stdout.splitlines()))
+    for text in candidates:
+        text = text.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    commands: Mapping[str, tuple[str, ...]]
+    session_id: SessionIdSource
+    identity_regex: str = DEFAULT_IDENTITY
+    protocol: str = "anthropic"
+    timeout_s: float = 60.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    target_dir: Path = Path(".")
+    side_calls: tuple[SideCallRule, ...] = ()
+    source: Path | None = None  # the target file, when there is one
+
+    def command_for(self, kind: str) -> tuple[str, ...] | None:
+        """`retry` is a resume unless the target says otherwise."""
+        if kind in self.commands:
+            return self.commands[kind]
+        if kind == "retry":
+            return self.commands.get("resume")
+        return None
+
+    @property
+    def identity_pattern(self) -> re.Pattern[str]:
+        return re.compile(self.identity_regex)
+
+
+def template_fields(template: str) -> list[str]:
+    """Placeholder names used in one argv/env template; raises ValueError on bad braces."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def validate_template(template: str, where: str, path: Path | None = None, line: int | None = None) -> None:
+    try:
+        names = template_fields(template)
+    except ValueError as exc:
+        raise InputError(f"{where}: bad braces in {template!r} ({exc}); write {{{{ and }}}} for literal braces", path, line)
+    for name in names:
+        if name not in PLACEHOLDERS:
+            raise InputError(
+                f"{where}: unknown placeholder {{{name}}} in {template!r} (known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})",
+                path,
+                line,
+            )
+
+
+def render(template: str, values: Mapping[str, str | None]) -> str:
+    """Fill placeholders; a placeholder whose value does not exist yet is an error, not an empty string."""
+    missing = [n for n in template_fields(template) if values.get(n) is None]
+    if missing:
+        raise MissingValue(missing[0], template)
+    return template.format_map({k: ("" if v is None else v) for k, v in values.items()})
+
+
+class MissingValue(Exception):
+    def __init__(self, name: str, template: str):
+        super().__init__(f"placeholder {{{name}}} has no value yet in {template!r}")
+        self.name = name
+
+
+def harness_python() -> str:
+    return sys.executable
