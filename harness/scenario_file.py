@@ -1,0 +1,501 @@
+"""Scenario files: YAML in, validated Scenario dataclasses out.
+
+Every rejection is an InputError naming the file, the 1-based line and the key
+path (``steps[2].retry.reply[1].tool_use.name``; list positions count from 1),
+so a broken scenario stops the run with exit 2 and is never skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.errors import InputError
+from harness.scenario import (
+    STEP_KINDS,
+    STOP_REASONS,
+    VERDICTS,
+    Block,
+    Scenario,
+    Step,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Turn,
+    Usage,
+)
+from harness.validation import Reader, quote_hint
+from harness.yamlsource import (
+    LocatedDict,
+    LocatedList,
+    child_path,
+    describe,
+    item_path,
+    load_located,
+    load_located_file,
+    unknown_key_error,
+)
+
+#
+# Everything below turns a YAML file into the classes above.  Every rejection
+# is an InputError naming the file, the 1-based line and the key path
+# (``steps[2].retry.reply[1].tool_use.name``; list positions count from 1).
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+_NAME_RE = re.compile(NAME_PATTERN)
+_TOP_KEYS = ("name", "description", "append", "steps", "checks", "expect")
+_PROMPT_STEP_KEYS = ("prompt", "reply", "summary", "usage", "timeout_s")
+_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s")
+_TURN_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason")
+_BLOCK_KEYS = ("text", "thinking", "tool_use")
+_TOOL_USE_KEYS = ("name", "input", "id")
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+_APPEND_CHECK = "appended_exactly_once"
+
+
+def _check_names() -> tuple[str, ...]:
+    # Imported late: harness.checks may grow imports of this module.
+    from harness.checks import CHECK_NAMES
+
+    return tuple(CHECK_NAMES)
+
+
+class _ScenarioReader(Reader):
+    """Validates one parsed scenario document; ``self.path`` goes into every error."""
+
+    # ------------------------------------------------------------------ document
+
+    def scenario(self, doc: Any) -> tuple[Scenario, int | None]:
+        if doc is None:
+            raise self.error("empty file: expected a scenario mapping with at least 'name' and 'steps'", 1, "")
+        if not isinstance(doc, LocatedDict):
+            raise self.error(
+                f"the top level must be a mapping with 'name' and 'steps', got {describe(doc)}",
+                getattr(doc, "line", 1),
+                "",
+            )
+        self.known_keys(doc, _TOP_KEYS, "")
+
+        name_value = self.require(doc, "name", "")
+        name_line = doc.key_line("name")
+        name = self.string(name_value, name_line, "name", non_empty=True)
+        if not _NAME_RE.fullmatch(name):
+            raise self.error(f"expected a name matching {NAME_PATTERN}, got {name!r}", name_line, "name")
+
+        description = self.optional_string(doc, "description", "") or ""
+        append = self.optional_string(doc, "append", "", non_empty=True)
+
+        steps_value = self.require(doc, "steps", "")
+        steps_list = self.list_(steps_value, doc.key_line("steps"), "steps", "a non-empty list of steps")
+        steps = tuple(self.step(steps_list, i) for i in range(len(steps_list)))
+
+        checks = self.checks(doc, append)
+        expect = self.expect(doc, checks)
+        scenario = Scenario(
+            name=name,
+            steps=steps,
+            checks=checks,
+            description=description,
+            append=append,
+            expect=expect,
+            path=Path(self.path) if self.path is not None else None,
+        )
+        return scenario, name_line
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, steps: LocatedList, i: int) -> Step:
+        where = item_path("steps", i)
+        line = steps.item_line(i)
+        item = steps[i]
+        kinds = ", ".join(STEP_KINDS)
+        if isinstance(item, str) and item in STEP_KINDS:
+            raise self.error(
+                f"expected a mapping with one step kind ({kinds}), got {describe(item)}; write '{item}: {{}}'",
+                line,
+                where,
+            )
+        m = self.mapping(item, line, where, f"a mapping with one step kind ({kinds})")
+        if not m:
+            raise self.error(f"expected a mapping with one step kind ({kinds}), got an empty mapping", line, where)
+        if len(m) > 1:
+            keys = list(m)
+            named = ", ".join(repr(k) for k in keys)
+            kind_keys = [k for k in keys if k in STEP_KINDS]
+            hint = ""
+            if len(kind_keys) == 1:
+                hint = f"; indent the step's settings under '{kind_keys[0]}:'"
+            raise self.error(
+                f"a step has exactly one key, its kind ({kinds}); got {named}{hint}",
+                m.key_line(keys[1]),
+                where,
+            )
+        (kind,) = m
+        kind_line = m.key_line(kind)
+        if kind not in STEP_KINDS:
+            raise unknown_key_error(kind, STEP_KINDS, self.path, kind_line, where, what="step kind")
+        where = child_path(where, kind)
+        if i == 0 and kind != "launch":
+            raise self.error(f"the first step must be 'launch', got {kind!r}", kind_line, where)
+        if i > 0 and kind == "launch":
+            raise self.error(
+                "'launch' may only be the first step (one scenario is one session; "
+                "continue it with 'resume' or 'retry')",
+                kind_line,
+                where,
+            )
+
+        body = m[kind]
+        if body is None:
+            body = LocatedDict(kind_line)
+        body = self.mapping(body, kind_line, where, "a mapping of step settings (or nothing)")
+
+        if kind == "compact":
+            if "prompt" in body:
+                raise self.error(
+                    "'prompt' is not allowed on a compact step: compaction sends no prompt "
+                    f"(allowed: {', '.join(sorted(_COMPACT_STEP_KEYS))})",
+                    body.key_line("prompt"),
+                    where,
+                )
+            self.known_keys(body, _COMPACT_STEP_KEYS, where)
+            prompt = None
+        else:
+            self.known_keys(body, _PROMPT_STEP_KEYS, where)
+            prompt_value = self.require(body, "prompt", where)
+            prompt = self.string(prompt_value, body.key_line("prompt"), child_path(where, "prompt"), non_empty=True)
+
+        turns: tuple[Turn, ...] = ()
+        if "reply" in body:
+            turns = self.reply(body["reply"], body.key_line("reply"), child_path(where, "reply"))
+        summary = self.optional_string(body, "summary", where)
+        usage = None
+        if "usage" in body:
+            usage = self.usage(body["usage"], body.key_line("usage"), child_path(where, "usage"))
+        timeout_s = None
+        if "timeout_s" in body:
+            timeout_s = self.positive_number(body["timeout_s"], body.key_line("timeout_s"), child_path(where, "timeout_s"))
+        return Step(
+            index=i + 1,
+            kind=kind,
+            prompt=prompt,
+            turns=turns,
+            summary=summary,
+            usage=usage,
+            timeout_s=timeout_s,
+            line=line,
+        )
+
+    def usage(self, value: Any, line: int | None, where: str) -> Usage:
+        m = self.mapping(value, line, where, f"a mapping of token counts ({', '.join(_USAGE_KEYS)})")
+        self.known_keys(m, _USAGE_KEYS, where)
+        counts = {}
+        for key, count in m.items():
+            key_where = child_path(where, key)
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise self.error(f"expected a non-negative integer, got {describe(count)}", m.key_line(key), key_where)
+            if count < 0:
+                raise self.error(f"expected a non-negative integer, got {count}", m.key_line(key), key_where)
+            counts[key] = int(count)
+        return Usage(**counts)
+
+    # ------------------------------------------------------------------ replies
+
+    def reply(self, value: Any, line: int | None, where: str) -> tuple[Turn, ...]:
+        if isinstance(value, str):
+            return (Turn(blocks=(TextBlock(value),)),)
+        if not isinstance(value, LocatedList):
+            raise self.error(
+                f"expected a string or a non-empty list of turns, got {describe(value)}{quote_hint(value)}",
+                line,
+                where,
+            )
+        if not value:
+            raise self.error("expected a string or a non-empty list of turns, got an empty list", line, where)
+        return tuple(self.turn(value[i], value.item_line(i), item_path(where, i)) for i in range(len(value)))
+
+    def turn(self, value: Any, line: int | None, where: str) -> Turn:
+        if isinstance(value, str):
+            return Turn(blocks=(TextBlock(value),))
+        if not isinstance(value, LocatedDict):
+            raise self.error(
+                "expected a turn: a string or a mapping with keys among "
+                f"{', '.join(_TURN_KEYS)}; got {describe(value)}{quote_hint(value)}",
+                line,
+                where,
+            )
+        m = value
+        self.known_keys(m, _TURN_KEYS, where)
+        blocks: list[Block] = []
+        if "content" in m:
+            mixed = [k for k in ("text", "thinking", "tool_use") if k in m]
+            if mixed:
+                raise self.error(
+                    f"'content' cannot be combined with {', '.join(repr(k) for k in mixed)}: "
+                    "put every block in 'content', or use the shorthand keys without 'content'",
+                    m.key_line("content"),
+                    where,
+                )
+            content_where = child_path(where, "content")
+            content = m["content"]
+            if not isinstance(content, LocatedList):
+                raise self.error(f"expected a list of content blocks, got {describe(content)}", m.key_line("content"), content_where)
+            for i in range(len(content)):
+                blocks.append(self.block(content[i], content.item_line(i), item_path(content_where, i)))
+        else:
+            if "thinking" in m:
+                blocks.append(self.thinking(m["thinking"], m.key_line("thinking"), child_path(where, "thinking")))
+            if "text" in m:
+                blocks.append(TextBlock(self.string(m["text"], m.key_line("text"), child_path(where, "text"))))
+            if "tool_use" in m:
+                blocks.append(self.tool_use(m["tool_use"], m.key_line("tool_use"), child_path(where, "tool_use")))
+        if not blocks:
+            at = m.key_line("content") if "content" in m else m.line
+            raise self.error(
+                "a turn needs at least one block: give text, thinking or tool_use, or a non-empty content list",
+                at,
+                where,
+            )
+        usage = None
+        if "usage" in m:
+            usage = self.usage(m["usage"], m.key_line("usage"), child_path(where, "usage"))
+        stop_reason = None
+        if "stop_reason" in m:
+            sr_where = child_path(where, "stop_reason")
+            stop_reason = self.string(m["stop_reason"], m.key_line("stop_reason"), sr_where)
+            if stop_reason not in STOP_REASONS:
+                raise self.error(
+                    f"expected one of {', '.join(STOP_REASONS)}, got {stop_reason!r}", m.key_line("stop_reason"), sr_where
+                )
+        return Turn(blocks=tuple(blocks), usage=usage, stop_reason=stop_reason)
+
+    def block(self, value: Any, line: int | None, where: str) -> Block:
+        expected = "a content block: a mapping with one key, text, thinking or tool_use"
+        if isinstance(value, str):
+            raise self.error(f"expected {expected}; got {describe(value)} (write 'text: ...')", line, where)
+        m = self.mapping(value, line, where, expected)
+        if len(m) != 1:
+            got = "an empty mapping" if not m else "keys " + ", ".join(repr(k) for k in m)
+            raise self.error(f"expected {expected}; got {got}", line, where)
+        (key,) = m
+        if key not in _BLOCK_KEYS:
+            raise unknown_key_error(key, _BLOCK_KEYS, self.path, m.key_line(key), where)
+        key_where = child_path(where, key)
+        if key == "text":
+            return TextBlock(self.string(m[key], m.key_line(key), key_where))
+        if key == "thinking":
+            return self.thinking(m[key], m.key_line(key), key_where)
+        return self.tool_use(m[key], m.key_line(key), key_where)
+
+    def thinking(self, value: Any, line: int | None, where: str) -> ThinkingBlock:
+        return ThinkingBlock(thinking=self.string(value, line, where), signature=None)
+
+    def tool_use(self, value: Any, line: int | None, where: str) -> ToolUseBlock:
+        m = self.mapping(value, line, where, "a mapping with 'name' and optionally 'input' and 'id'")
+        self.known_keys(m, _TOOL_USE_KEYS, where)
+        name = self.string(self.require(m, "name", where), m.key_line("name"), child_path(where, "name"), non_empty=True)
+        tool_input: dict = {}
+        if "input" in m:
+            input_where = child_path(where, "input")
+            raw = m["input"]
+            if not isinstance(raw, LocatedDict):
+                raise self.error(f"expected a mapping of tool arguments, got {describe(raw)}", m.key_line("input"), input_where)
+            tool_input = self.json_value(raw, m.key_line("input"), input_where, set())
+        tool_id = self.optional_string(m, "id", where, non_empty=True)
+        return ToolUseBlock(name=name, input=tool_input, id=tool_id)
+
+    def json_value(self, value: Any, line: int | None, where: str, active: set[int]) -> Any:
+        """A plain copy of ``value``, which must be JSON data (the wire format)."""
+        if value is None or isinstance(value, (str, bool)):
+            return value
+        if isinstance(value, int):
+            return int(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.error(f"expected a finite number (JSON has no {value}), got {value}", line, where)
+            return value
+        if isinstance(value, (dict, list)):
+            if id(value) in active:
+                raise self.error("a value contains itself (recursive YAML alias)", line, where)
+            active.add(id(value))
+            try:
+                if isinstance(value, dict):
+                    out = {}
+                    for key, item in value.items():
+                        key_line = value.key_line(key) if isinstance(value, LocatedDict) else line
+                        if not isinstance(key, str):
+                            raise self.error(
+                                f"JSON object keys must be strings, got {describe(key)}{quote_hint(key)}", key_line, where
+                            )
+                        out[key] = self.json_value(item, key_line, child_path(where, key), active)
+                    return out
+                out_list = []
+                for i, item in enumerate(value):
+                    item_line = value.item_line(i) if isinstance(value, LocatedList) else line
+                    out_list.append(self.json_value(item, item_line, item_path(where, i), active))
+                return out_list
+            finally:
+                active.discard(id(value))
+        raise self.error(
+            f"expected JSON data (string, number, boolean, null, list or mapping), got {describe(value)}{quote_hint(value)}",
+            line,
+            where,
+        )
+
+    # ------------------------------------------------------------------ checks and expectations
+
+    def checks(self, doc: LocatedDict, append: str | None) -> tuple[str, ...]:
+        known = _check_names()
+        if "checks" not in doc:
+            if _APPEND_CHECK in known and append is None:
+                raise self.error(
+                    f"the default checks (all of {', '.join(known)}) include {_APPEND_CHECK!r}, which needs "
+                    "'append' (the appended system text to look for): add a top-level 'append:' "
+                    "or list 'checks:' without it",
+                    doc.line,
+                    "",
+                )
+            return known
+        value = doc["checks"]
+        lst = self.list_(value, doc.key_line("checks"), "checks", "a non-empty list of check names")
+        seen: dict[str, int] = {}
+        for i, name in enumerate(lst):
+            where = item_path("checks", i)
+            line = lst.item_line(i)
+            if not isinstance(name, str):
+                raise self.error(f"expected a check name, got {describe(name)}", line, where)
+            if name not in known:
+                raise unknown_key_error(name, known, self.path, line, where, what="check", listing="known checks")
+            if name in seen:
+                raise self.error(
+                    f"duplicate check {name!r} (already {item_path('checks', seen[name])})", line, where
+                )
+            seen[name] = i
+            if name == _APPEND_CHECK and append is None:
+                raise self.error(
+                    f"check {_APPEND_CHECK!r} needs 'append' (the appended system text to look for): "
+                    "add a top-level 'append:' or leave the check out",
+                    line,
+                    where,
+                )
+        return tuple(lst)
+
+    def expect(self, doc: LocatedDict, checks: tuple[str, ...]) -> dict:
+        if "expect" not in doc:
+            return {}
+        known = _check_names()
+        top = self.mapping(
+            doc["expect"], doc.key_line("expect"), "expect", "a mapping of target name -> {check: pass|fail}"
+        )
+        result: dict[str, dict[str, str]] = {}
+        for target, verdicts in top.items():
+            line = top.key_line(target)
+            if not isinstance(target, str) or not target.strip():
+                raise self.error(f"expected a target name (a non-empty string) as key, got {describe(target)}", line, "expect")
+            where = child_path("expect", target)
+            m = self.mapping(verdicts, line, where, "a mapping of check name -> pass|fail")
+            out: dict[str, str] = {}
+            for check, verdict in m.items():
+                check_line = m.key_line(check)
+                if check not in known:
+                    raise unknown_key_error(check, known, self.path, check_line, where, what="check", listing="known checks")
+                check_where = child_path(where, check)
+                if check not in checks:
+                    raise self.error(
+                        f"check {check!r} is not among this scenario's checks ({', '.join(checks)})",
+                        check_line,
+                        check_where,
+                    )
+                if verdict not in VERDICTS or not isinstance(verdict, str):
+                    raise self.error(
+                        f"expected one of {', '.join(VERDICTS)}, got {describe(verdict)}", check_line, check_where
+                    )
+                out[check] = verdict
+            result[target] = out
+        return result
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def parse_scenario(text: str, path: str | Path | None = None) -> Scenario:
+    """Validate scenario YAML given as text; ``path`` is used in errors and as Scenario.path."""
+    return _ScenarioReader(path).scenario(load_located(text, path))[0]
+
+
+def _load_with_name_line(path: Path) -> tuple[Scenario, int | None]:
+    return _ScenarioReader(path).scenario(load_located_file(path))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate one scenario file."""
+    return _load_with_name_line(Path(path))[0]
+
+
+def find_scenario_files(path: str | Path) -> list[Path]:
+    """``path`` itself if a file; else its *.yaml / *.yml files, recursively, sorted, hidden entries skipped."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.exists():
+        raise InputError("no such file or directory", path)
+    if not path.is_dir():
+        raise InputError("not a regular file or a directory", path)
+
+    def walk_error(error: OSError) -> None:
+        raise InputError(f"cannot read the directory: {error.strerror or error}", error.filename or path)
+
+    found: list[Path] = []
+    for root, dirs, files in os.walk(path, onerror=walk_error):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if not name.startswith(".") and name.endswith(SCENARIO_SUFFIXES):
+                found.append(Path(root) / name)
+    if not found:
+        raise InputError(f"no scenario files ({', '.join('*' + s for s in SCENARIO_SUFFIXES)}) in this directory", path)
+    return sorted(found, key=lambda p: p.relative_to(path).parts)
+
+
+def load_scenarios(paths: Iterable[str | Path] | str | Path) -> list[Scenario]:
+    """Load every scenario under ``paths`` (files or directories), in order.
+
+    A file reached twice (named and also inside a named directory) is loaded
+    once; two different files with the same scenario name are an error.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = list(paths)
+    if not paths:
+        raise InputError("no scenario files or directories given")
+    files: list[Path] = []
+    seen_files: set[Path] = set()
+    for given in paths:
+        for file in find_scenario_files(given):
+            key = file.resolve()
+            if key not in seen_files:
+                seen_files.add(key)
+                files.append(file)
+    scenarios: list[Scenario] = []
+    names: dict[str, tuple[Path, int | None]] = {}
+    for file in files:
+        scenario, name_line = _load_with_name_line(file)
+        if scenario.name in names:
+            other, other_line = names[scenario.name]
+            raise InputError(
+                f"name: duplicate scenario name {scenario.name!r}, also used in {other}:{other_line}",
+                file,
+                name_line,
+            )
+        names[scenario.name] = (file, name_line)
+        scenarios.append(scenario)
+    return scenarios
