@@ -81,7 +81,7 @@ def check(context: CheckContext) -> CheckResult:
         NAME, FAIL,
         f"prefix changed at {where(culprit)}: {part}, "
         + diff.render(f"{where(first)}", f"{where(culprit)}")
-        + f"\n  prefix length by step: {length_series} bytes"
+        + f"\n  prefix length by step: {length_series} bytes (steps {', '.join(str(s) for s, _ in lengths)})"
         + f"\n  steps whose prefix differs from step {first.step}: {', '.join(map(str, evidence['changed_steps']))}",
         step=culprit.step, request=culprit.seq, expected=diff.expected_length, observed=diff.observed_length,
         evidence=evidence,

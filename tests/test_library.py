@@ -1,0 +1,65 @@
+"""The scenario library against the reference agent: clean passes, every defect is caught.
+
+Each target runs every scenario for real (fresh processes, real fake API);
+the expectations written in the scenario files must hold exactly. The rows
+feed the defect-matrix table printed at the end of the test run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import MATRIX_KEY
+
+from harness.checks import CHECK_NAMES
+from harness.reference_agent.defects import KNOWN_DEFECTS
+from harness.runner import run_matrix
+from harness.scenario_file import load_scenarios
+from harness.targets import resolve_target
+
+LIBRARY = Path(__file__).resolve().parent.parent / "scenarios"
+TARGETS = resolve_target("reference:*")
+
+
+def test_library_covers_the_seeds_sequences():
+    scenarios = load_scenarios([LIBRARY])
+    kinds = [[step.kind for step in s.steps] for s in scenarios]
+    assert any("retry" in k and k.index("retry") == 1 for k in kinds), "wrong answer then retry"
+    assert any("compact" in k and "resume" in k[k.index("compact"):] for k in kinds), "compaction then resume"
+    assert any(len(k) >= 3 and all(x != "compact" for x in k) for k in kinds), "several turns, 3+ processes"
+    assert any(
+        turn.usage and (turn.usage.cache_read_input_tokens or 0) + (turn.usage.input_tokens or 0) > 150_000
+        for s in scenarios for step in s.steps for turn in step.turns
+    ), "auto-compaction pushed by usage numbers"
+
+
+def test_every_check_is_expected_to_fail_for_some_defect_and_every_defect_somewhere():
+    """Static half of the proof; the runs below show the expectations hold on the bytes."""
+    scenarios = load_scenarios([LIBRARY])
+    expected_fails = {(t, c) for s in scenarios for t, verdicts in s.expect.items() for c, v in verdicts.items() if v == "fail"}
+    assert {c for _, c in expected_fails} == set(CHECK_NAMES)
+    assert {t for t, _ in expected_fails} == {f"reference:{d}" for d in KNOWN_DEFECTS}
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_library_verdicts_on_reference_target(target, record_property):
+    scenarios = load_scenarios([LIBRARY])
+    results = run_matrix(scenarios, [target])
+    fails = {c: sum(1 for r in results if r.verdict_of(c) == "fail") for c in CHECK_NAMES}
+    record_property(MATRIX_KEY, json.dumps({
+        "target": target.name, "order": [t.name for t in TARGETS].index(target.name), "checks": list(CHECK_NAMES),
+        "fails": fails, "scenarios": len(results), "as_expected": sum(r.as_expected for r in results),
+    }))
+    errors = [f"{r.scenario}: {r.error}" for r in results if r.status == "error"]
+    assert not errors, errors
+    mismatches = [
+        f"{r.scenario} · {c.check}: expected {c.expected_verdict}, got {c.verdict}\n{c.message}"
+        for r in results for c in r.checks if not c.as_expected
+    ]
+    assert not mismatches, "\n\n".join(mismatches)
+    if target.name == "reference":
+        assert all(r.status == "pass" for r in results)
+    else:
+        assert sum(fails.values()) > 0, f"{target.name} escaped every check of the library"
