@@ -14,17 +14,8 @@ import pytest
 
 from harness.checks import CHECK_NAMES
 from harness.errors import InputError
-from harness.scenario_file import (
-    Scenario,
-    Step,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-    Turn,
-    Usage,
-    load_scenario,
-    load_scenarios,
-)
+from harness.scenario import Scenario, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario_file import load_scenario, load_scenarios
 from harness.yamlsource import LocatedDict, LocatedList, load_located, unknown_key_error
 
 EXAMPLE = textwrap.dedent(
