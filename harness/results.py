@@ -57,6 +57,7 @@ class RunResult:
     error: str | None = None
     scenario_path: str | None = None
     journal: str | None = None
+    workspace: str | None = None  # kept HOME and working folder (--keep-workspace)
     duration_s: float = 0.0
 
     @property

@@ -99,7 +99,7 @@ def run_scenario(
     finally:
         journal.close()
         if keep_workspace:
-            result.steps and result.steps[-1].notes.append(f"workspace kept at {workspace.root}")
+            result.workspace = str(workspace.root)
         else:
             workspace.remove()
     result.checks = judge(scenario, target, journal.exchanges(), result.error)

@@ -35,6 +35,8 @@ class ConsoleProgress:
     def run_finished(self, result: RunResult) -> None:
         failing = [f"{c.check}={c.verdict}" for c in result.checks if c.verdict != "pass"]
         self._say(f"      → {outcome(result)}" + (f"  ({', '.join(failing)})" if failing else ""))
+        if result.workspace:
+            self._say(f"      workspace kept at {result.workspace}")
 
 
 def table(results: list[RunResult]) -> str:

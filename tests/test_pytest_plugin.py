@@ -1,0 +1,77 @@
+"""`pytest scenarios/`: scenario × target items, readable failures, collection errors, xdist."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+OK = """\
+name: {name}
+append: "Answer in one word."
+steps:
+  - launch: {{prompt: "Colour of the sky?", reply: "Blue"}}
+  - retry:  {{prompt: "Wrong. Again?", reply: "Azure"}}
+"""
+
+
+@pytest.fixture
+def library(pytester: pytest.Pytester):
+    folder = pytester.mkdir("scenarios")
+    (folder / "sky.yaml").write_text(OK.format(name="sky"))
+    (folder / "sea.yaml").write_text(OK.format(name="sea"))
+    return folder
+
+
+def test_each_scenario_and_target_is_an_item(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "--collect-only", "-q", "--target", "reference",
+                                           "--target", "reference:forget-last-reply")
+    result.stdout.fnmatch_lines([
+        "scenarios/sea.yaml::sea[[]reference[]]",
+        "scenarios/sea.yaml::sea[[]reference:forget-last-reply[]]",
+        "scenarios/sky.yaml::sky[[]reference[]]",
+        "scenarios/sky.yaml::sky[[]reference:forget-last-reply[]]",
+    ])
+
+
+def test_clean_target_passes_under_xdist(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_unexpected_failure_reads_like_an_assertion(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--target", "reference:forget-last-reply")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*scenario 'sky' on target 'reference:forget-last-reply': status fail*",
+        "*✗ history_preserved: expected pass, got fail*",
+        "*step 2 (retry), request #2: history differs from step 1 (launch), request #1 plus its reply*",
+        "*expected: assistant: {\"text\": \"Blue\", \"type\": \"text\"}*",
+    ])
+
+
+def test_expected_failure_passes(pytester, library):
+    (library / "sky.yaml").write_text(
+        OK.format(name="sky") + "expect:\n  reference:forget-last-reply: {history_preserved: fail}\n")
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--target", "reference:forget-last-reply")
+    result.assert_outcomes(passed=1)
+
+
+def test_broken_scenario_is_a_collection_error_not_a_skip(pytester, library):
+    (library / "broken.yaml").write_text("name: broken\nsteps:\n  - resume: {prompt: hi}\n")
+    result = pytester.runpytest_subprocess("scenarios")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*broken.yaml:3: steps[[]1[]].resume: the first step must be 'launch'*"])
+    assert "skipped" not in result.stdout.str()
+
+
+def test_unknown_target_is_a_usage_error(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "--target", "reference:nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown reference defect 'nope'*"])
+
+
+def test_journals_are_kept_when_asked(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--harness-journal-dir", "journals")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "journals" / "sky__reference.jsonl").read_text().count("\n") == 2
