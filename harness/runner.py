@@ -8,6 +8,7 @@ an error whose checks are not judged, never a pass.
 from __future__ import annotations
 
 import re
+import signal
 import time
 import traceback
 from pathlib import Path
@@ -192,11 +193,18 @@ def _step_error(outcome, result: StepResult, step: Step, target: Target) -> str 
     if outcome.timed_out:
         return f"timed out after {step.timeout_s or target.timeout_s:g}s; its process group was killed{stderr}"
     if outcome.exit_code != 0:
-        how = f"killed by signal {-outcome.exit_code}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
+        how = f"was killed by {_signal_name(-outcome.exit_code)}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
         return f"the agent {how}{stderr}"
     if result.requests == 0:
         return "the agent sent no request to the fake API"
     return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"signal {number} ({signal.Signals(number).name})"
+    except ValueError:
+        return f"signal {number}"
 
 
 def tail_line(text: str, limit: int = 300) -> str:
