@@ -139,4 +139,10 @@ class Exchange:
         )
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+        data = self.to_json()
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (legal as a JSON \u escape) cannot be written as UTF-8
+            line = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+        return line

@@ -58,12 +58,15 @@ class Journal:
 def read_journal(path: Path) -> list[Exchange]:
     """Load a journal file; a torn last line (a killed run) is ignored, not fatal."""
     exchanges: list[Exchange] = []
-    lines: Iterable[str] = path.read_text(encoding="utf-8").splitlines()
+    # Split on b"\n" only: str.splitlines() would also break lines at U+2028, U+0085 and
+    # friends, which JSON leaves unescaped; and decode per line, since a torn last line
+    # may end inside a multi-byte character.
+    lines: Iterable[bytes] = path.read_bytes().split(b"\n")
     for line in lines:
         if not line.strip():
             continue
         try:
-            exchanges.append(Exchange.from_json(json.loads(line)))
-        except json.JSONDecodeError:
+            exchanges.append(Exchange.from_json(json.loads(line.decode("utf-8"))))
+        except (UnicodeDecodeError, json.JSONDecodeError):
             break
     return exchanges

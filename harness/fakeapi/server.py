@@ -92,6 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # listen backlog: socketserver's default of 5 resets bursts of parallel connects
 
     def __init__(self, api: FakeModelAPI, port: int):
         self.api = api
