@@ -108,9 +108,10 @@ def _prepare_report_dir(given: Path | None) -> Path:
 
 def _serve(args: argparse.Namespace) -> int:
     from harness.fakeapi.core import FakeModelAPI
+    from harness.fakeapi.journal import Journal
     from harness.fakeapi.server import FakeAPIServer
 
-    journal = _EchoJournal(args.journal)
+    journal = Journal(args.journal, on_append=_echo)
     try:
         server = FakeAPIServer(FakeModelAPI(journal), port=args.port)
     except OSError as exc:
@@ -129,22 +130,11 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _EchoJournal:
-    """A journal that also prints one line per request, for a person watching `harness serve`."""
-
-    def __init__(self, path: Path | None):
-        from harness.fakeapi.journal import Journal
-
-        self._journal = Journal(path)
-
-    def append(self, exchange) -> None:
-        self._journal.append(exchange)
-        flag = " unforeseen" if exchange.unforeseen else ""
-        error = f" {exchange.error}" if exchange.error else ""
-        print(f"#{exchange.seq} {exchange.method} {exchange.path} {exchange.status} {exchange.klass}{flag}{error}", file=sys.stderr)
-
-    def __getattr__(self, name: str):
-        return getattr(self._journal, name)
+def _echo(exchange) -> None:
+    """One line per request, for a person watching `harness serve`."""
+    flag = " unforeseen" if exchange.unforeseen else ""
+    error = f" {exchange.error}" if exchange.error else ""
+    print(f"#{exchange.seq} {exchange.method} {exchange.path} {exchange.status} {exchange.klass}{flag}{error}", file=sys.stderr)
 
 
 def _targets() -> int:

@@ -477,6 +477,20 @@ def test_unknown_path_and_wrong_method(server, api, journal_path, method, path, 
     assert [(l["class"], l["status"], l["error"]) for l in file_lines(journal_path)] == [("malformed", status, message)]
 
 
+def test_head_and_options_are_answered_and_journaled_without_breaking_keep_alive(server, api):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    try:
+        head_status, head_headers, head_body = send(server, None, method="HEAD", path="/v1/messages", conn=conn)
+        options_status, _, _ = send(server, None, method="OPTIONS", path="/v1/messages", conn=conn)
+        after, _, _ = send(server, None, method="GET", path="/v1/models", conn=conn)
+    finally:
+        conn.close()
+    assert (head_status, head_body, options_status, after) == (405, b"", 405, 200)
+    assert int(head_headers["content-length"]) > 0  # the length of the body a GET would get, never sent
+    assert [(e.method, e.status, e.klass) for e in api.journal.exchanges()] == [
+        ("HEAD", 405, "malformed"), ("OPTIONS", 405, "malformed"), ("GET", 200, "side")]
+
+
 def test_sdk_raises_bad_request_with_our_message(client, api):
     with pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model=MODEL, max_tokens=10, messages=[])

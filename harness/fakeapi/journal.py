@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO, Callable, Iterable
 
 from harness.fakeapi.exchange import Exchange
 
 
 class Journal:
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, on_append: Callable[[Exchange], None] | None = None):
         self._lock = threading.Lock()
+        self._on_append = on_append
         self._exchanges: list[Exchange] = []
         self._sink: IO[str] | None = None
         self.path = path
@@ -34,6 +35,8 @@ class Journal:
             if self._sink is not None:
                 self._sink.write(exchange.dumps() + "\n")
                 self._sink.flush()
+        if self._on_append is not None:
+            self._on_append(exchange)
 
     def exchanges(self) -> list[Exchange]:
         with self._lock:

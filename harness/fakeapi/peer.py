@@ -39,7 +39,8 @@ def _socket_inode(client_port: int, server_port: int) -> str | None:
                         continue
                     local_port = int(fields[1].rsplit(":", 1)[1], 16)
                     remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-                    if local_port == client_port and remote_port == server_port:
+                    # inode 0 is a socket no process holds any more (TIME_WAIT)
+                    if local_port == client_port and remote_port == server_port and fields[9] != "0":
                         return fields[9]
         except OSError:
             continue

@@ -32,7 +32,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._dispatch()
 
-    do_GET = do_PUT = do_DELETE = do_PATCH = do_POST
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
 
     def _dispatch(self) -> None:
         body = self._read_body()
@@ -51,7 +51,8 @@ class _Handler(BaseHTTPRequestHandler):
             if response.chunks is None:
                 self.send_header("content-length", str(len(response.body)))
                 self.end_headers()
-                self.wfile.write(response.body)
+                if self.command != "HEAD":
+                    self.wfile.write(response.body)
             else:
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
