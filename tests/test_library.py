@@ -63,3 +63,14 @@ def test_library_verdicts_on_reference_target(target, record_property):
         assert all(r.status == "pass" for r in results)
     else:
         assert sum(fails.values()) > 0, f"{target.name} escaped every check of the library"
+
+
+def test_the_documented_target_file_contract_passes_the_library():
+    """examples/minimal-agent is the README's target-file contract, run by plain `python3`."""
+    contract = resolve_target(str(LIBRARY.parent / "examples" / "minimal-agent" / "target.yaml"))
+    results = run_matrix(load_scenarios([LIBRARY]), contract)
+    problems = [f"{r.scenario}: {r.status} {r.error or ''} " + "; ".join(c.message for c in r.checks if c.verdict != "pass")
+                for r in results if r.status != "pass"]
+    assert not problems, "\n".join(problems)
+    compacted = [r for r in results if any(s.kind == "compact" for s in r.steps)]
+    assert compacted and all(s.requests >= 1 for r in compacted for s in r.steps)
