@@ -160,6 +160,8 @@ def _run_step(
     result.timed_out = outcome.timed_out
     result.requests = len(exchanges)
     result.main_requests = sum(1 for e in exchanges if e.klass == MAIN)
+    for exchange in exchanges:
+        result.classes[exchange.klass] = result.classes.get(exchange.klass, 0) + 1
     result.request_seqs = [e.seq for e in exchanges]
     result.pids = sorted({e.pid for e in exchanges if e.pid is not None})
     result.unforeseen = sum(1 for e in exchanges if e.unforeseen)

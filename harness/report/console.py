@@ -25,7 +25,9 @@ class ConsoleProgress:
 
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
         state = "timeout" if step.timed_out else f"exit {step.exit_code}"
+        kinds = ", ".join(f"{n} {klass}" for klass, n in step.classes.items())
         line = f"      step {step.index}/{len(scenario.steps)} {step.kind:<8} {state:<8} {step.duration_s:6.2f}s  {step.requests} request(s)"
+        line += f": {kinds}" if kinds else ""
         if step.error:
             line += f"\n      ✗ {step.error}"
         for note in step.notes:
