@@ -20,7 +20,6 @@ class StepResult:
     exit_code: int | None = None
     duration_s: float = 0.0
     requests: int = 0  # every journaled request of the step
-    main_requests: int = 0
     classes: dict[str, int] = field(default_factory=dict)  # requests per class: main, compaction, side, malformed
     request_seqs: list[int] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)

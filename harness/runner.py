@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import signal
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -16,13 +17,13 @@ from typing import Protocol, Sequence
 
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import MAIN, Exchange
+from harness.fakeapi.exchange import Exchange
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.process import run_process, tail
 from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario, Step
-from harness.targets.base import MissingValue, Target, harness_python, render
+from harness.targets.base import MissingValue, Target, render
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
 
 
@@ -133,7 +134,7 @@ def _run_step(
         "home": str(workspace.home),
         "workdir": str(workspace.workdir),
         "target_dir": str(target.target_dir),
-        "python": harness_python(),
+        "python": sys.executable,
     }
     try:
         argv = [render(part, values) for part in template]
@@ -159,7 +160,6 @@ def _run_step(
     result.duration_s = round(outcome.duration_s, 3)
     result.timed_out = outcome.timed_out
     result.requests = len(exchanges)
-    result.main_requests = sum(1 for e in exchanges if e.klass == MAIN)
     for exchange in exchanges:
         result.classes[exchange.klass] = result.classes.get(exchange.klass, 0) + 1
     result.request_seqs = [e.seq for e in exchanges]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
@@ -72,8 +72,6 @@ class _ActiveStep:
     step: Step
     script: StepScript
     pid: int | None = None
-    requests: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 class FakeModelAPI:
@@ -183,7 +181,7 @@ class FakeModelAPI:
             normalized = anthropic.parse_count_tokens_request(request.body)
         except anthropic.BadRequest as exc:
             return self._refuse(request, query, path, exc)
-        body = anthropic.count_tokens_body(normalized, len(request.body))
+        body = anthropic.count_tokens_body(len(request.body))
         self._record_simple(request, path, query, 200, normalized)
         return HTTPResponse(200, [("content-type", "application/json")], body=body)
 
@@ -216,8 +214,6 @@ class FakeModelAPI:
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
         """Called with the lock held: sequence numbers follow arrival order."""
         self._seq += 1
-        if active is not None:
-            active.requests += 1
         return Exchange(
             seq=self._seq,
             method=request.method,

@@ -25,10 +25,6 @@ class Journal:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._sink = path.open("a", encoding="utf-8")
 
-    def next_seq(self) -> int:
-        with self._lock:
-            return len(self._exchanges) + 1
-
     def append(self, exchange: Exchange) -> None:
         with self._lock:
             self._exchanges.append(exchange)

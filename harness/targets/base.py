@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import string
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -123,7 +122,3 @@ class MissingValue(Exception):
     def __init__(self, name: str, template: str):
         super().__init__(f"placeholder {{{name}}} has no value yet in {template!r}")
         self.name = name
-
-
-def harness_python() -> str:
-    return sys.executable

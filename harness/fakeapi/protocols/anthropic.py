@@ -306,7 +306,7 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def count_tokens_body(normalized: dict[str, Any], raw_size: int) -> bytes:
+def count_tokens_body(raw_size: int) -> bytes:
     return json.dumps({"input_tokens": estimate_tokens(raw_size)}).encode()
 
 
