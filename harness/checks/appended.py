@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series, where
 from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.protocols.anthropic import message_text
+from harness.fakeapi.conversation import message_text
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "appended_exactly_once"

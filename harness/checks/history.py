@@ -19,7 +19,7 @@ from typing import Any
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, where
 from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.protocols.anthropic import message_text
+from harness.fakeapi.conversation import message_text
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "history_preserved"

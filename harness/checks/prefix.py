@@ -12,11 +12,12 @@ import json
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import first_difference, per_step_first, series, where
+from harness.fakeapi.conversation import SYSTEM_SEPARATOR
 from harness.fakeapi.exchange import Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "prefix_stable"
-BLOCK_SEPARATOR = "\n\n"
+BLOCK_SEPARATOR = SYSTEM_SEPARATOR  # offsets refer to the blocks joined as the model reads them
 
 
 def breakpoint_index(exchange: Exchange) -> int | None:

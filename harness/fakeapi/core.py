@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
+from harness.fakeapi import conversation
 from harness.fakeapi.protocols import anthropic
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
 from harness.scenario import Step
@@ -60,8 +61,8 @@ class SideCallRule:
     def matches(self, normalized: dict[str, Any]) -> bool:
         probes = {
             "model": normalized.get("model") or "",
-            "system": "\n\n".join(b["text"] for b in normalized.get("system", [])),
-            "prompt": anthropic.last_user_text(normalized),
+            "system": conversation.system_text(normalized),
+            "prompt": conversation.last_user_text(normalized),
         }
         given = {k: getattr(self, k) for k in probes if getattr(self, k) is not None}
         return bool(given) and all(re.search(p, probes[k]) for k, p in given.items())
@@ -150,7 +151,7 @@ class FakeModelAPI:
         return HTTPResponse(200, headers, body=anthropic.render_json(reply))
 
     def _classify(self, normalized: dict[str, Any]) -> str:
-        if anthropic.is_compaction(normalized):
+        if conversation.is_compaction(normalized):
             return COMPACTION
         if any(rule.matches(normalized) for rule in self.side_calls):
             return SIDE
@@ -159,8 +160,8 @@ class FakeModelAPI:
     def _choose_reply(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None):
         """Scripted turn for a main request, summary for a compaction, default otherwise (flagged)."""
         if exchange.klass == COMPACTION:
-            summary = (active.step.summary if active else None) or anthropic.default_summary(normalized)
-            turn = text_turn(anthropic.compaction_reply_text(summary))
+            summary = (active.step.summary if active else None) or conversation.default_summary(normalized)
+            turn = text_turn(conversation.compaction_reply_text(summary))
             if active is None:
                 exchange.unforeseen = True
                 exchange.notes.append("compaction request outside any step")

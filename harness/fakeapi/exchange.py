@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.fakeapi.conversation import system_text
+
 # Request classes.  Checks judge "main" requests; the rest are journaled for
 # the record and shown in reports.
 MAIN = "main"
@@ -72,9 +74,7 @@ class Exchange:
     @property
     def system_text(self) -> str:
         """All system text of the request, blocks joined as the model reads them."""
-        if not self.normalized:
-            return ""
-        return "\n\n".join(b["text"] for b in self.normalized.get("system", []))
+        return system_text(self.normalized)
 
     def reply_text(self) -> str:
         if not self.reply:

@@ -1,15 +1,15 @@
 """The Anthropic Messages wire format, both directions.
 
-Parses and validates requests into the normalized view the checks read, tells
-compaction requests from main turns, and renders scripted replies as the JSON
-message or the full server-sent event sequence a real client expects.
+Parses and validates requests into the normalized view the checks read, and
+renders scripted replies as the JSON message or the full server-sent event
+sequence a real client expects. Reading that view (text, compaction requests)
+is conversation.py's job, shared with the other protocols.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -140,59 +140,6 @@ def _normalize_messages(messages: Any) -> list[dict[str, Any]]:
                 raise BadRequest(f"messages.{i}.content.{j}.text: Field required")
         normalized.append({"role": role, "content": content})
     return normalized
-
-
-# --------------------------------------------------------------------------- classification
-
-_SUMMARY_WORD = re.compile(r"(?i)\bsummar(?:y|ies|ise|ize|ising|izing)\b")
-_CONVERSATION = re.compile(r"(?i)\bconversation\b")
-_SUMMARIZER_SYSTEM = re.compile(r"(?i)summari[sz]")
-
-
-def message_text(message: dict[str, Any]) -> str:
-    return "\n".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
-
-
-def last_user_text(normalized: dict[str, Any]) -> str:
-    for message in reversed(normalized.get("messages", [])):
-        if message["role"] == "user":
-            return message_text(message)
-    return ""
-
-
-def is_compaction(normalized: dict[str, Any]) -> bool:
-    """The client asks for a summary of the conversation (Claude Code's /compact and auto-compact).
-
-    Recognised from the bytes alone: the last user turn asks for a summary of
-    the conversation, and either the system prompt is a summarizer's or the
-    request names the <summary> tags the client will parse.
-    """
-    text = last_user_text(normalized)
-    if not (_SUMMARY_WORD.search(text) and _CONVERSATION.search(text)):
-        return False
-    system = "\n".join(b["text"] for b in normalized.get("system", []))
-    return bool(_SUMMARIZER_SYSTEM.search(system)) or "<summary>" in text
-
-
-def compaction_reply_text(summary: str) -> str:
-    """The shape Claude Code parses: its analysis scratchpad, then the summary."""
-    return (
-        "<analysis>\nThe conversation so far was reviewed for the summary below.\n</analysis>\n\n"
-        f"<summary>\n{summary}\n</summary>"
-    )
-
-
-def default_summary(normalized: dict[str, Any]) -> str:
-    """A deterministic summary naming what was asked and answered, for unscripted compactions."""
-    asked, answered = [], []
-    for message in normalized.get("messages", [])[:-1]:
-        text = message_text(message).strip()
-        if text:
-            (asked if message["role"] == "user" else answered).append(text.splitlines()[0][:80])
-    return (
-        f"The user asked {len(asked)} time(s): " + "; ".join(repr(a) for a in asked)
-        + f". The assistant answered {len(answered)} time(s): " + "; ".join(repr(a) for a in answered) + "."
-    )
 
 
 # --------------------------------------------------------------------------- replies

@@ -1,0 +1,66 @@
+"""Reading the normalized view every protocol module produces: text, and what a request is.
+
+Kept out of the wire-format modules so the checks, the classifier and later
+protocols (OpenAI Chat, Responses) share one reading of system text, message
+text and compaction requests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SYSTEM_SEPARATOR = "\n\n"
+_SUMMARY_WORD = re.compile(r"(?i)\bsummar(?:y|ies|ise|ize|ising|izing)\b")
+_CONVERSATION = re.compile(r"(?i)\bconversation\b")
+_SUMMARIZER_SYSTEM = re.compile(r"(?i)summari[sz]")
+
+
+def system_text(normalized: dict[str, Any] | None) -> str:
+    """All system blocks, joined as the model reads them."""
+    return SYSTEM_SEPARATOR.join(b["text"] for b in (normalized or {}).get("system", []))
+
+
+def message_text(message: dict[str, Any]) -> str:
+    return "\n".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+
+
+def last_user_text(normalized: dict[str, Any]) -> str:
+    for message in reversed(normalized.get("messages", [])):
+        if message["role"] == "user":
+            return message_text(message)
+    return ""
+
+
+def is_compaction(normalized: dict[str, Any]) -> bool:
+    """The client asks for a summary of the conversation (Claude Code's /compact and auto-compact).
+
+    Recognised from the bytes alone: the last user turn asks for a summary of
+    the conversation, and either the system prompt is a summarizer's or the
+    request names the <summary> tags the client will parse.
+    """
+    text = last_user_text(normalized)
+    if not (_SUMMARY_WORD.search(text) and _CONVERSATION.search(text)):
+        return False
+    return bool(_SUMMARIZER_SYSTEM.search(system_text(normalized))) or "<summary>" in text
+
+
+def compaction_reply_text(summary: str) -> str:
+    """The shape Claude Code parses: its analysis scratchpad, then the summary."""
+    return (
+        "<analysis>\nThe conversation so far was reviewed for the summary below.\n</analysis>\n\n"
+        f"<summary>\n{summary}\n</summary>"
+    )
+
+
+def default_summary(normalized: dict[str, Any]) -> str:
+    """A deterministic summary naming what was asked and answered, for unscripted compactions."""
+    asked, answered = [], []
+    for message in normalized.get("messages", [])[:-1]:
+        text = message_text(message).strip()
+        if text:
+            (asked if message["role"] == "user" else answered).append(text.splitlines()[0][:80])
+    return (
+        f"The user asked {len(asked)} time(s): " + "; ".join(repr(a) for a in asked)
+        + f". The assistant answered {len(answered)} time(s): " + "; ".join(repr(a) for a in answered) + "."
+    )
