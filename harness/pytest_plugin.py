@@ -77,26 +77,10 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioMismatch):
-            return describe_mismatch(excinfo.value.result)
+            from harness.report.cells import explain
+
+            return explain(excinfo.value.result)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, None, f"scenario {self.scenario.name} · target {self.target.name}"
-
-
-def describe_mismatch(result: RunResult) -> str:
-    lines = [f"scenario {result.scenario!r} on target {result.target!r}: status {result.status}"]
-    for step in result.steps:
-        line = f"  step {step.index} {step.kind:<8} exit {step.exit_code}  {step.requests} request(s)  {step.duration_s:.2f}s"
-        lines.append(line + (f"\n    ✗ {step.error}" if step.error else ""))
-    if result.error:
-        lines.append(f"run error: {result.error}")
-    for check in result.checks:
-        if check.as_expected:
-            lines.append(f"  {check.check}: {check.verdict} (as expected)")
-            continue
-        lines.append(f"✗ {check.check}: expected {check.expected_verdict}, got {check.verdict}")
-        lines.extend("    " + line for line in check.message.splitlines())
-    if result.journal:
-        lines.append(f"journal: {result.journal}")
-    return "\n".join(lines)

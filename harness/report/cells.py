@@ -1,8 +1,8 @@
-"""How one verdict reads in a table, the same in the console and in summary.md."""
+"""How verdicts, steps and mismatches read: one wording for the console, summary.md, junit and pytest."""
 
 from __future__ import annotations
 
-from harness.results import ERROR, PASS, CheckResult, RunResult
+from harness.results import ERROR, PASS, CheckResult, RunResult, StepResult
 
 
 def cell(check: CheckResult | None) -> str:
@@ -39,3 +39,37 @@ def counts(results: list[RunResult]) -> dict[str, int]:
         "pass": sum(1 for r in results if r.status == PASS),
         "fail": sum(1 for r in results if r.status == "fail"),
     }
+
+
+def mismatch_heading(check: CheckResult) -> str:
+    return f"{check.check}: expected {check.expected_verdict}, got {check.verdict}"
+
+
+def indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def step_line(step: StepResult, total: int | None = None) -> str:
+    number = f"{step.index}/{total}" if total else str(step.index)
+    state = "timeout" if step.timed_out else f"exit {step.exit_code}"
+    kinds = ", ".join(f"{n} {klass}" for klass, n in step.classes.items())
+    line = f"step {number} {step.kind:<8} {state:<8} {step.duration_s:6.2f}s  {step.requests} request(s)"
+    return line + (f": {kinds}" if kinds else "")
+
+
+def explain(result: RunResult) -> str:
+    """A whole run as a failure report: its steps, then every check, mismatches with their evidence."""
+    lines = [f"scenario {result.scenario!r} on target {result.target!r}: status {result.status}"]
+    for step in result.steps:
+        lines.append("  " + step_line(step) + (f"\n    ✗ {step.error}" if step.error else ""))
+    if result.error:
+        lines.append(f"run error: {result.error}")
+    for check in result.checks:
+        if check.as_expected:
+            lines.append(f"  {check.check}: {check.verdict} (as expected)")
+        else:
+            lines.append("✗ " + mismatch_heading(check))
+            lines.append(indent(check.message))
+    if result.journal:
+        lines.append(f"journal: {result.journal}")
+    return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from harness.report.cells import cell, check_columns, counts, outcome
+from harness.report.cells import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
 from harness.results import RunResult, StepResult
 from harness.scenario import Scenario
 from harness.targets.base import Target
@@ -24,10 +24,7 @@ class ConsoleProgress:
         self._say(f"[{number:>{width}}/{total}] {scenario.name} · {target.name}  ({len(scenario.steps)} steps)")
 
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
-        state = "timeout" if step.timed_out else f"exit {step.exit_code}"
-        kinds = ", ".join(f"{n} {klass}" for klass, n in step.classes.items())
-        line = f"      step {step.index}/{len(scenario.steps)} {step.kind:<8} {state:<8} {step.duration_s:6.2f}s  {step.requests} request(s)"
-        line += f": {kinds}" if kinds else ""
+        line = "      " + step_line(step, len(scenario.steps))
         if step.error:
             line += f"\n      ✗ {step.error}"
         for note in step.notes:
@@ -72,6 +69,5 @@ def failure_details(results: list[RunResult]) -> str:
             continue
         for check in result.checks:
             if not check.as_expected:
-                body = "\n".join("  " + line for line in check.message.splitlines())
-                blocks.append(f"{head} · {check.check}: expected {check.expected_verdict}, got {check.verdict}\n{body}")
+                blocks.append(f"{head} · {mismatch_heading(check)}\n{indent(check.message, '  ')}")
     return "\n\n".join(blocks)

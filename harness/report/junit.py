@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from harness.report.cells import explain, mismatch_heading
 from harness.results import ERROR, RunResult
 
 
@@ -32,11 +33,11 @@ def write(results: list[RunResult], path: Path) -> Path:
                 )
                 if check.verdict == ERROR:
                     errors += 1
-                    ET.SubElement(case, "error", message=_first_line(check.message)).text = _body(run, check)
+                    ET.SubElement(case, "error", message=_first_line(check.message)).text = explain(run)
                 elif not check.as_expected:
                     failures += 1
-                    message = f"expected {check.expected_verdict}, got {check.verdict}: {_first_line(check.message)}"
-                    ET.SubElement(case, "failure", message=message).text = _body(run, check)
+                    message = f"{mismatch_heading(check)}: {_first_line(check.message)}"
+                    ET.SubElement(case, "failure", message=message).text = explain(run)
                 elif check.verdict != "pass":
                     ET.SubElement(case, "system-out").text = f"fails as expected: {check.message}"
         suite.set("tests", str(tests))
@@ -51,11 +52,3 @@ def write(results: list[RunResult], path: Path) -> Path:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def _body(run: RunResult, check) -> str:
-    lines = [check.message, "", f"target: {run.target}", f"journal: {run.journal}"]
-    for step in run.steps:
-        lines.append(f"step {step.index} {step.kind}: exit {step.exit_code}, {step.requests} request(s), {step.duration_s:.2f}s"
-                     + (f" — {step.error}" if step.error else ""))
-    return "\n".join(lines)

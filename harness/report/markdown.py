@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.cells import cell, check_columns, counts, outcome
+from harness.report.cells import cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
 
 
@@ -34,7 +34,7 @@ def render(results: list[RunResult]) -> str:
                 lines += ["Run error:", "", "```", result.error, "```", ""]
             for check in result.checks:
                 if not check.as_expected and check.verdict != ERROR:
-                    lines += [f"**{check.check}**: expected {check.expected_verdict}, got {check.verdict}", "",
+                    lines += [f"**{mismatch_heading(check)}**", "",
                               "```", check.message, "```", ""]
             if result.journal:
                 lines += [f"Journal: `{result.journal}`", ""]
