@@ -9,13 +9,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.scenario import STOP_REASONS, Block, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario import STOP_REASONS, ApiError, Block, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 from harness.validation import Reader, quote_hint
 from harness.yamlsource import LocatedDict, LocatedList, child_path, describe, item_path, unknown_key_error
 
-_TURN_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason")
+_TURN_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason", "error")
+_ERROR_KEYS = ("status", "type", "message")
 _BLOCK_KEYS = ("text", "thinking", "tool_use")
 _TOOL_USE_KEYS = ("name", "input", "id")
+# The provider's own error type for each status, so an agent's error handling sees what it would in the field.
+_DEFAULT_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -65,6 +77,8 @@ class ReplyReader(Reader):
             )
         m = value
         self.known_keys(m, _TURN_KEYS, where)
+        if "error" in m:
+            return self.error_turn(m, where)
         blocks: list[Block] = []
         if "content" in m:
             mixed = [k for k in ("text", "thinking", "tool_use") if k in m]
@@ -107,6 +121,27 @@ class ReplyReader(Reader):
                     f"expected one of {', '.join(STOP_REASONS)}, got {stop_reason!r}", m.key_line("stop_reason"), sr_where
                 )
         return Turn(blocks=tuple(blocks), usage=usage, stop_reason=stop_reason)
+
+    def error_turn(self, m: LocatedDict, where: str) -> Turn:
+        """`error: {status, type, message}`: the fake API answers this request with an HTTP error."""
+        others = [k for k in m if k != "error"]
+        if others:
+            raise self.error(
+                f"'error' cannot be combined with {', '.join(repr(k) for k in others)}: an error reply has no content",
+                m.key_line(others[0]),
+                where,
+            )
+        where = child_path(where, "error")
+        line = m.key_line("error")
+        e = self.mapping(m["error"], line, where, f"a mapping with {', '.join(_ERROR_KEYS)}")
+        self.known_keys(e, _ERROR_KEYS, where)
+        status = self.require(e, "status", where)
+        status_where = child_path(where, "status")
+        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+            raise self.error(f"expected an HTTP error status (400-599), got {describe(status)}", e.key_line("status"), status_where)
+        kind = self.optional_string(e, "type", where, non_empty=True) or _DEFAULT_ERROR_TYPES.get(status, "api_error")
+        message = self.optional_string(e, "message", where, non_empty=True) or f"scripted error {status} from the harness"
+        return Turn(blocks=(), error=ApiError(int(status), kind, message))
 
     def block(self, value: Any, line: int | None, where: str) -> Block:
         expected = "a content block: a mapping with one key, text, thinking or tool_use"

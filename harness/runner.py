@@ -15,9 +15,10 @@ import traceback
 from pathlib import Path
 from typing import Protocol, Sequence
 
+from harness import workdir
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import Exchange
+from harness.fakeapi.exchange import OUTBOUND, Exchange
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.process import run_process, tail
@@ -91,7 +92,11 @@ def run_scenario(
     try:
         with FakeAPIServer(api) as server:
             session_id: str | None = None
-            for step in scenario.steps:
+            try:
+                workdir.prepare(workspace.workdir, scenario, workspace.home)
+            except workdir.WorkdirError as exc:
+                result.error = f"preparing the git working directory: {exc}"
+            for step in scenario.steps if not result.error else ():
                 step_result, session_id = _run_step(scenario, target, step, api, journal, server.base_url, workspace, session_id)
                 result.steps.append(step_result)
                 progress.step_finished(scenario, target, step_result)
@@ -143,6 +148,11 @@ def _run_step(
         result.error = f"cannot build the command: {exc} (no earlier step produced a session id)"
         return result, session_id
     result.argv = argv
+    try:
+        result.notes.extend(workdir.apply(workspace.workdir, step, workspace.home))
+    except workdir.WorkdirError as exc:
+        result.error = f"changing the working directory before the step: {exc}"
+        return result, session_id
     env = step_environment(workspace, base_url, extra_env)
     stdout_path = workspace.logs / f"step-{step.index}.stdout"
     stderr_path = workspace.logs / f"step-{step.index}.stderr"
@@ -170,11 +180,17 @@ def _run_step(
     result.stderr_tail = tail(stderr_path)
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
+    outbound = [e for e in exchanges if e.klass == OUTBOUND]
+    if outbound:
+        hosts = sorted({e.path for e in outbound})
+        result.notes.append(f"{len(outbound)} attempt(s) to reach another host refused: {', '.join(hosts)}")
     if result.unforeseen:
         result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
     if result.unused_turns:
         result.notes.append(f"{result.unused_turns} scripted reply(ies) were never requested")
     result.error = _step_error(outcome, result, step, target)
+    if not result.error and outcome.exit_code != 0:
+        result.notes.append(f"exited with code {outcome.exit_code} after the scripted API error, as the scenario foresees")
     if result.error:
         return result, session_id
     new_id = target.session_id.read(stdout, exchanges)
@@ -194,7 +210,7 @@ def _step_error(outcome, result: StepResult, step: Step, target: Target) -> str 
         return outcome.launch_error
     if outcome.timed_out:
         return f"timed out after {step.timeout_s or target.timeout_s:g}s; its process group was killed{stderr}"
-    if outcome.exit_code != 0:
+    if outcome.exit_code != 0 and not (outcome.exit_code > 0 and step.scripts_an_error):
         how = f"was killed by {_signal_name(-outcome.exit_code)}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
         return f"the agent {how}{stderr}"
     if result.requests == 0:

@@ -9,11 +9,13 @@ the runner, the fake API script and the checks only ever see these classes.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
 STEP_KINDS = ("launch", "resume", "retry", "compact")
+WORKDIR_KINDS = ("plain", "git")
 VERDICTS = ("pass", "fail")
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal")
 
@@ -50,12 +52,22 @@ Block = Union[TextBlock, ThinkingBlock, ToolUseBlock]
 
 
 @dataclass(frozen=True)
+class ApiError:
+    """An HTTP error the fake API answers instead of a message (the agent's "uncaught error")."""
+
+    status: int
+    type: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Turn:
     """One scripted model reply (one HTTP response to one main request)."""
 
     blocks: tuple[Block, ...]
     usage: Usage | None = None
     stop_reason: str | None = None  # None: "tool_use" if any tool_use block, else "end_turn"
+    error: ApiError | None = None  # set: the reply is this error, and blocks is empty
 
     @property
     def effective_stop_reason(self) -> str:
@@ -74,6 +86,13 @@ class Step:
     usage: Usage | None = None  # default usage for this step's turns
     timeout_s: float | None = None
     line: int | None = None  # line of the step in its file
+    edits: tuple[tuple[str, str], ...] = ()  # (relative path, new content) written before the process starts
+    commit: str | None = None  # commit message: everything in the working directory is committed before the step
+
+    @property
+    def scripts_an_error(self) -> bool:
+        """The scenario foresees that this step's agent process fails (a non-zero exit is then not a run error)."""
+        return any(turn.error is not None for turn in self.turns)
 
 
 @dataclass(frozen=True)
@@ -83,9 +102,15 @@ class Scenario:
     checks: tuple[str, ...]
     description: str = ""
     append: str | None = None
-    expect: dict = field(default_factory=dict)  # target name -> {check name -> "pass"|"fail"}
+    expect: dict = field(default_factory=dict)  # target name or glob -> {check name -> "pass"|"fail"}
     path: Path | None = None
+    workdir: str = "plain"  # one of WORKDIR_KINDS: "git" makes the working directory a repository
 
     def expected_verdict(self, target_name: str, check: str) -> str:
-        """A check with no stated expectation must pass."""
-        return self.expect.get(target_name, {}).get(check, "pass")
+        """A check with no stated expectation must pass; an exact target name wins over a glob."""
+        if target_name in self.expect:
+            return self.expect[target_name].get(check, "pass")
+        for pattern, verdicts in self.expect.items():
+            if fnmatch.fnmatchcase(target_name, pattern):
+                return verdicts.get(check, "pass")
+        return "pass"

@@ -16,6 +16,7 @@ from harness.errors import InputError
 from harness.scenario import (
     STEP_KINDS,
     VERDICTS,
+    WORKDIR_KINDS,
     Scenario,
     Step,
     Turn,
@@ -41,9 +42,10 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 _NAME_RE = re.compile(NAME_PATTERN)
-_TOP_KEYS = ("name", "description", "append", "steps", "checks", "expect")
-_PROMPT_STEP_KEYS = ("prompt", "reply", "summary", "usage", "timeout_s")
-_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s")
+_TOP_KEYS = ("name", "description", "append", "workdir", "steps", "checks", "expect")
+_WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
+_PROMPT_STEP_KEYS = ("prompt", "reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
+_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
 _APPEND_CHECK = "appended_exactly_once"
 
 
@@ -79,9 +81,20 @@ class _ScenarioReader(ReplyReader):
         description = self.optional_string(doc, "description", "") or ""
         append = self.optional_string(doc, "append", "", non_empty=True)
 
+        workdir = self.optional_string(doc, "workdir", "") or "plain"
+        if workdir not in WORKDIR_KINDS:
+            raise self.error(f"expected one of {', '.join(WORKDIR_KINDS)}, got {workdir!r}", doc.key_line("workdir"), "workdir")
+
         steps_value = self.require(doc, "steps", "")
         steps_list = self.list_(steps_value, doc.key_line("steps"), "steps", "a non-empty list of steps")
         steps = tuple(self.step(steps_list, i) for i in range(len(steps_list)))
+        for step in steps:
+            if step.commit is not None and workdir != "git":
+                raise self.error(
+                    "'commit' needs a git working directory: add a top-level 'workdir: git'",
+                    step.line,
+                    child_path(item_path("steps", step.index - 1), step.kind),
+                )
 
         checks = self.checks(doc, append)
         expect = self.expect(doc, checks)
@@ -93,6 +106,7 @@ class _ScenarioReader(ReplyReader):
             append=append,
             expect=expect,
             path=Path(self.path) if self.path is not None else None,
+            workdir=workdir,
         )
         return scenario, name_line
 
@@ -169,6 +183,10 @@ class _ScenarioReader(ReplyReader):
         timeout_s = None
         if "timeout_s" in body:
             timeout_s = self.positive_number(body["timeout_s"], body.key_line("timeout_s"), child_path(where, "timeout_s"))
+        edits: tuple[tuple[str, str], ...] = ()
+        if "edit" in body:
+            edits = self.edits(body["edit"], body.key_line("edit"), child_path(where, "edit"))
+        commit = self.optional_string(body, "commit", where, non_empty=True)
         return Step(
             index=i + 1,
             kind=kind,
@@ -178,7 +196,30 @@ class _ScenarioReader(ReplyReader):
             usage=usage,
             timeout_s=timeout_s,
             line=line,
+            edits=edits,
+            commit=commit,
         )
+
+    def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:
+        """`edit: {relative/path: new content}`; paths stay inside the working directory."""
+        m = self.mapping(value, line, where, "a mapping of relative file path -> new content")
+        if not m:
+            raise self.error("expected at least one file to write, got an empty mapping", line, where)
+        out = []
+        for name, content in m.items():
+            key_where = child_path(where, str(name))
+            key_line = m.key_line(name)
+            if not isinstance(name, str) or not name.strip():
+                raise self.error(f"expected a relative file path as key, got {describe(name)}", key_line, where)
+            parts = Path(name).parts
+            if Path(name).is_absolute() or ".." in parts or (parts and parts[0] == ".git"):
+                raise self.error(
+                    f"expected a path inside the working directory (relative, no '..', not under .git), got {name!r}",
+                    key_line,
+                    key_where,
+                )
+            out.append((name, self.string(content, key_line, key_where)))
+        return tuple(out)
 
     # ------------------------------------------------------------------ checks and expectations
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 FAKE_API_KEY = "sk-ant-harness-fake-key-0000"
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 _INHERITED = re.compile(r"^(PATH|LANG|LANGUAGE|LC_[A-Z_]+|TERM|TZ|USER|LOGNAME|SHELL|SYSTEMROOT)$")
 
 
@@ -77,5 +78,8 @@ def step_environment(workspace: Workspace, base_url: str, extra: Mapping[str, st
         NO_PROXY="127.0.0.1,localhost",
         no_proxy="127.0.0.1,localhost",
     )
+    # Anything meant for another host goes to the fake API instead, which journals and refuses it.
+    for name in _PROXY_VARIABLES:
+        env[name] = base_url
     env.update(extra)
     return env

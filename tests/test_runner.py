@@ -268,9 +268,12 @@ def test_isolation_environment_home_workdir_placeholders_processes_journal(run, 
         assert len(dumps) == len(result.steps) == 3
         for step, dump in zip(result.steps, dumps):
             env = dump["env"]
-            # nothing of the harness user's credentials or proxies reaches the agent
-            for name in ("ANTHROPIC_AUTH_TOKEN", "AWS_SECRET_ACCESS_KEY", "HTTPS_PROXY", "https_proxy", "GITHUB_TOKEN"):
+            # nothing of the harness user's credentials or proxies reaches the agent ...
+            for name in ("ANTHROPIC_AUTH_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"):
                 assert name not in env
+            # ... and the proxy variables lead to the fake API, which journals and refuses other hosts
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+                assert env[name] == env["ANTHROPIC_BASE_URL"], name
             for value in PLANTED.values():
                 assert not any(value in v for v in env.values()), value
             assert env["ANTHROPIC_API_KEY"] == FAKE_API_KEY and env["OPENAI_API_KEY"] == FAKE_API_KEY

@@ -304,13 +304,13 @@ def test_unknown_defect_lists_the_known_ones():
         assert defect in message
 
 
-@pytest.mark.parametrize("spec", ["claude-code", "referense", "some/dir/agent"])
+@pytest.mark.parametrize("spec", ["claude", "referense", "some/dir/agent"])
 def test_unknown_target_name(spec):
     with pytest.raises(InputError) as caught:
         resolve_target(spec)
     message = str(caught.value)
     assert f"unknown target {spec!r}" in message
-    assert "reference:*" in message and "*.yaml" in message
+    assert "reference:*" in message and "claude-code[@VERSION][+POLICY]" in message and "*.yaml" in message
 
 
 def test_target_file_path(tmp_path):

@@ -1,7 +1,8 @@
 """prefix_stable: the cacheable prompt prefix is byte-identical in every turn.
 
 The prefix is what a provider caches: the tools, then the system blocks up to
-the last cache breakpoint (all system blocks when none is marked). Any byte
+the last cache breakpoint (all system blocks when none is marked), minus the
+blocks the wire format marks as metadata (Claude Code's billing header). Any byte
 that moves there re-bills the whole prefix on every turn (the third seed's
 5571 → 6129 → 6175).
 """
@@ -26,11 +27,20 @@ def breakpoint_index(exchange: Exchange) -> int | None:
     return marked[-1] if marked else None
 
 
-def system_prefix(exchange: Exchange) -> bytes:
+def prefix_blocks(exchange: Exchange) -> list[tuple[int, str]]:
+    """(index, text) of the system blocks in the cache key: up to the last breakpoint, metadata blocks left out."""
     blocks = (exchange.normalized or {}).get("system", [])
     last = breakpoint_index(exchange)
     kept = blocks if last is None else blocks[: last + 1]
-    return BLOCK_SEPARATOR.join(b["text"] for b in kept).encode("utf-8")
+    return [(i, b["text"]) for i, b in enumerate(kept) if b.get("cache_key", True)]
+
+
+def excluded_blocks(exchange: Exchange) -> list[int]:
+    return [i for i, b in enumerate((exchange.normalized or {}).get("system", [])) if not b.get("cache_key", True)]
+
+
+def system_prefix(exchange: Exchange) -> bytes:
+    return BLOCK_SEPARATOR.join(text for _, text in prefix_blocks(exchange)).encode("utf-8")
 
 
 def tools_bytes(exchange: Exchange) -> bytes:
@@ -41,11 +51,12 @@ def tools_bytes(exchange: Exchange) -> bytes:
 def _block_at(exchange: Exchange, offset: int) -> int:
     """Which system block a prefix offset falls in, for the message."""
     position = 0
-    for i, block in enumerate((exchange.normalized or {}).get("system", [])):
-        position += len(block["text"].encode("utf-8")) + len(BLOCK_SEPARATOR)
+    kept = prefix_blocks(exchange)
+    for i, text in kept:
+        position += len(text.encode("utf-8")) + len(BLOCK_SEPARATOR)
         if offset < position:
             return i
-    return max(0, len((exchange.normalized or {}).get("system", [])) - 1)
+    return kept[-1][0] if kept else 0
 
 
 def check(context: CheckContext) -> CheckResult:
@@ -58,11 +69,15 @@ def check(context: CheckContext) -> CheckResult:
         "prefix_length_by_step": [{"step": s, "bytes": n} for s, n in lengths],
         "breakpoint_by_request": [{"request": e.seq, "block": breakpoint_index(e)} for e in mains],
     }
+    excluded = sorted({i for e in mains for i in excluded_blocks(e)})
+    if excluded:
+        evidence["excluded_blocks"] = excluded
     length_series = series([n for _, n in lengths])
     changed = [e for e in mains[1:] if system_prefix(e) != system_prefix(first) or tools_bytes(e) != tools_bytes(first)]
     if not changed:
         return CheckResult(
-            NAME, PASS, f"prefix ({len(system_prefix(first))} bytes) identical in all {len(mains)} requests",
+            NAME, PASS, f"prefix ({len(system_prefix(first))} bytes) identical in all {len(mains)} requests"
+            + _excluded_note(excluded),
             expected=len(system_prefix(first)), observed=len(system_prefix(first)), evidence=evidence,
         )
     culprit = changed[0]
@@ -83,7 +98,15 @@ def check(context: CheckContext) -> CheckResult:
         f"prefix changed at {where(culprit)}: {part}, "
         + diff.render(f"{where(first)}", f"{where(culprit)}")
         + f"\n  prefix length by step: {length_series} bytes (steps {', '.join(str(s) for s, _ in lengths)})"
-        + f"\n  steps whose prefix differs from step {first.step}: {', '.join(map(str, evidence['changed_steps']))}",
+        + f"\n  steps whose prefix differs from step {first.step}: {', '.join(map(str, evidence['changed_steps']))}"
+        + _excluded_note(excluded),
         step=culprit.step, request=culprit.seq, expected=diff.expected_length, observed=diff.observed_length,
         evidence=evidence,
     )
+
+
+def _excluded_note(excluded: list[int]) -> str:
+    if not excluded:
+        return ""
+    blocks = ", ".join(str(i) for i in excluded)
+    return f"\n  not compared: system block(s) {blocks}, request attribution the provider reads as metadata, outside the cache key"

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, SIDE, Exchange, redact_headers, redact_query
+from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
 from harness.fakeapi import conversation
 from harness.fakeapi.protocols import anthropic
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
-from harness.scenario import Step
+from harness.scenario import ApiError, Step, Turn
 
 
 @dataclass
@@ -109,6 +109,8 @@ class FakeModelAPI:
     # ------------------------------------------------------------ dispatch
 
     def handle(self, request: HTTPRequest) -> HTTPResponse:
+        if request.method == "CONNECT" or request.target.startswith(("http://", "https://")):
+            return self._outbound(request)
         parts = urlsplit(request.target)
         path = parts.path.rstrip("/") or "/"
         route = {
@@ -136,7 +138,10 @@ class FakeModelAPI:
             exchange = self._new_exchange(request, path, query, klass, 200, active)
             exchange.normalized = normalized
             exchange.stream = normalized["stream"]
-            blocks, stop_reason, turn_usage = self._choose_reply(exchange, normalized, active)
+            turn = self._choose_turn(exchange, normalized, active)
+            if turn.error is not None:
+                return self._scripted_error(exchange, turn.error)
+            blocks, stop_reason, turn_usage = blocks_of(turn), turn.effective_stop_reason, turn.usage
             usage = resolve_usage(
                 anthropic.estimate_tokens(len(request.body)), blocks, turn_usage, active.step.usage if active else None
             )
@@ -157,17 +162,16 @@ class FakeModelAPI:
             return SIDE
         return MAIN
 
-    def _choose_reply(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None):
+    def _choose_turn(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None) -> Turn:
         """Scripted turn for a main request, summary for a compaction, default otherwise (flagged)."""
         if exchange.klass == COMPACTION:
             summary = (active.step.summary if active else None) or conversation.default_summary(normalized)
-            turn = text_turn(conversation.compaction_reply_text(summary))
             if active is None:
                 exchange.unforeseen = True
                 exchange.notes.append("compaction request outside any step")
-            return blocks_of(turn), "end_turn", None
+            return text_turn(conversation.compaction_reply_text(summary))
         if exchange.klass == SIDE:
-            return blocks_of(text_turn(SIDE_REPLY)), "end_turn", None
+            return text_turn(SIDE_REPLY)
         turn = active.script.take_turn() if active else None
         if turn is None:
             exchange.unforeseen = True
@@ -175,7 +179,20 @@ class FakeModelAPI:
                 "request outside any step" if active is None else "no scripted reply left for this step: default reply given"
             )
             turn = text_turn(DEFAULT_REPLY)
-        return blocks_of(turn), turn.effective_stop_reason, turn.usage
+        return turn
+
+    def _scripted_error(self, exchange: Exchange, error: ApiError) -> HTTPResponse:
+        """Called with the lock held: the request is journaled as what it was, answered with the scripted error."""
+        exchange.status = error.status
+        exchange.error = f"scripted {error.status} {error.type}: {error.message}"
+        exchange.reply = {"error": {"status": error.status, "type": error.type, "message": error.message}}
+        self.journal.append(exchange)
+        rid = _request_id(exchange.seq)
+        body = anthropic.error_body(error.message, error.type, rid)
+        headers = [("content-type", "application/json"), ("request-id", rid)]
+        if error.status in (429, 529):
+            headers.append(("retry-after", "0"))
+        return HTTPResponse(error.status, headers, body=body)
 
     def _count_tokens(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
         try:
@@ -194,6 +211,16 @@ class FakeModelAPI:
         self._record_simple(request, path, query, 200, None)
         model_id = path.rsplit("/", 1)[-1]
         return HTTPResponse(200, [("content-type", "application/json")], body=anthropic.model_body(model_id))
+
+    def _outbound(self, request: HTTPRequest) -> HTTPResponse:
+        """Traffic meant for another host (through the proxy variables): journaled, refused, never forwarded."""
+        destination = request.target if request.method == "CONNECT" else urlsplit(request.target).netloc
+        with self._lock:
+            exchange = self._new_exchange(request, request.target, "", OUTBOUND, 403, self._active)
+            exchange.error = f"outbound {request.method} to {destination} refused: nothing leaves the machine"
+            self.journal.append(exchange)
+        body = anthropic.error_body(exchange.error, "permission_error", _request_id(exchange.seq))
+        return HTTPResponse(403, [("content-type", "application/json"), ("connection", "close")], body=body)
 
     # ------------------------------------------------------------ journaling
 

@@ -21,6 +21,7 @@ MAIN = "main"
 COMPACTION = "compaction"
 SIDE = "side"
 MALFORMED = "malformed"
+OUTBOUND = "outbound"  # an attempt to reach another host, caught because the proxy variables point here
 
 REDACTED = "[redacted]"
 _SECRET_HEADERS = {

@@ -34,6 +34,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
 
+    def do_CONNECT(self) -> None:
+        """A tunnel request through the proxy variables: answered, journaled, never opened."""
+        self._dispatch()
+        self.close_connection = True
+
     def _dispatch(self) -> None:
         body = self._read_body()
         if body is None:

@@ -15,14 +15,18 @@ def resolve_target(spec: str) -> list[Target]:
     name = spec.split(":", 1)[0]
     if name == reference.NAME:
         return reference.reference_target(spec)
+    if spec == "claude-code" or spec.startswith(("claude-code@", "claude-code+")):
+        from harness.targets import claude_code
+
+        return claude_code.claude_code_targets(spec)
     path = Path(spec)
     if path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.command import load_target_file
 
         return [load_target_file(path)]
     raise InputError(
-        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' "
-        "or the path of a target file (*.yaml)"
+        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*', "
+        "'claude-code[@VERSION][+POLICY]' or the path of a target file (*.yaml)"
     )
 
 

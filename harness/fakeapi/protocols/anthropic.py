@@ -92,6 +92,12 @@ def _normalize_prompt(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Claude Code sends request attribution as the first system block. The provider reads it as
+# metadata, not as prompt: it is not part of the cache key (its hash changes after a
+# compaction, and per request in newer builds, while real sessions keep their cache hits).
+BILLING_HEADER = "x-anthropic-billing-header:"
+
+
 def _normalize_system(system: Any) -> list[dict[str, Any]]:
     if system is None:
         return []
@@ -103,7 +109,10 @@ def _normalize_system(system: Any) -> list[dict[str, Any]]:
     for i, block in enumerate(system):
         if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
             raise BadRequest(f"system.{i}: Input should be a text block")
-        blocks.append({"text": block["text"], "cache_control": block.get("cache_control")})
+        entry = {"text": block["text"], "cache_control": block.get("cache_control")}
+        if block["text"].startswith(BILLING_HEADER):
+            entry["cache_key"] = False
+        blocks.append(entry)
     return blocks
 
 

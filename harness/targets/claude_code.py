@@ -1,0 +1,124 @@
+"""The real Claude Code CLI as a target: `claude-code[@VERSION][+POLICY]`.
+
+A launcher decides on which launches it passes the caller's text with
+`--append-system-prompt`; the first seed's incident was a launcher passing it on
+the first launch only. The policy is part of the target's name, so every report
+says which launcher behaviour was judged, on which exact CLI version.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.fakeapi.core import SideCallRule
+from harness.targets.base import SessionIdSource, Target
+from harness.tools import VERSION_RE, npm_package_dir
+
+NAME = "claude-code"
+PACKAGE = "@anthropic-ai/claude-code"
+# The version `claude-code` alone means, and the older one `make run` compares it with
+# (chosen by running both: see the README's table).
+PINNED_VERSION = "2.1.332"
+OLDER_VERSION = "2.1.236"
+
+FIRST_LAUNCH_ONLY = "append-first-launch-only"
+EVERY_LAUNCH = "append-every-launch"
+NEVER = "append-never"
+POLICIES = {
+    FIRST_LAUNCH_ONLY: "the caller's text on the session's first launch only (the first seed's bug)",
+    EVERY_LAUNCH: "the caller's text on every launch, resumes and /compact included (the seed's fix)",
+    NEVER: "never passes the caller's text",
+}
+DEFAULT_POLICY = EVERY_LAUNCH
+EVERY_POLICY = "*"
+
+# Everything the CLI would send anywhere but the fake API is switched off; the
+# proxy variables the workspace sets catch whatever is left.
+OFFLINE_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
+}
+# Claude Code's own background requests (not turns of the conversation).
+SIDE_CALLS = (
+    SideCallRule(prompt=r"^quota$"),
+)
+
+
+def claude_code_targets(spec: str) -> list[Target]:
+    """`claude-code`, `claude-code@2.1.300`, `claude-code@2.1.300+append-first-launch-only`, `...+*`."""
+    rest = spec[len(NAME):]
+    version, policy = PINNED_VERSION, DEFAULT_POLICY
+    rest, plus, policy_part = rest.partition("+")
+    if plus:
+        policy = policy_part
+    if rest:
+        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
+            raise InputError(f"bad target {spec!r}: expected claude-code[@X.Y.Z][+POLICY] (e.g. claude-code@{PINNED_VERSION}+{EVERY_LAUNCH})")
+        version = rest[1:]
+    if policy == EVERY_POLICY:
+        policies = list(POLICIES)
+    elif policy in POLICIES:
+        policies = [policy]
+    else:
+        raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+    command = cli_command(version)
+    return [build(version, p, command) for p in policies]
+
+
+def cli_command(version: str) -> tuple[str, ...]:
+    """argv prefix running one installed version: its native binary, or cli.js under node for old releases."""
+    package_dir = npm_package_dir(NAME, PACKAGE, version)
+    native = _native_binary(package_dir.parent)
+    if native is not None:
+        return (str(native),)
+    script = package_dir / "cli.js"
+    if script.is_file():
+        node = shutil.which("node")
+        if node is None:
+            raise InputError(f"{NAME}@{version} is a Node.js release (cli.js) and node is not on PATH")
+        return (node, str(script))
+    raise InputError(
+        f"{NAME}@{version} in {package_dir.parent.parent.parent} has neither a native binary for this platform nor cli.js; "
+        f"remove that folder to reinstall it"
+    )
+
+
+def _native_binary(scope_dir: Path) -> Path | None:
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
+    system = platform.system().lower()
+    musl = system == "linux" and not platform.libc_ver()[0]
+    names = [f"claude-code-{system}-{machine}" + ("-musl" if musl else ""), f"claude-code-{system}-{machine}"]
+    for name in names:
+        binary = scope_dir / name / "claude"
+        if binary.is_file():
+            return binary
+    return None
+
+
+def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
+    def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
+        argv = [*command, *middle, "--output-format", "json"]
+        if policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first):
+            argv += ["--append-system-prompt", "{append}"]
+        return tuple(argv)
+
+    return Target(
+        name=f"{NAME}@{version}+{policy}",
+        commands={
+            "launch": launch_argv("-p", "{prompt}", first=True),
+            "resume": launch_argv("-p", "{prompt}", "--resume", "{session_id}", first=False),
+            "compact": launch_argv("-p", "/compact", "--resume", "{session_id}", first=False),
+        },
+        session_id=SessionIdSource("stdout_json", "session_id"),
+        identity_regex=r"(?m)^You are [^\n]*",
+        timeout_s=120.0,
+        env=OFFLINE_ENV,
+        side_calls=SIDE_CALLS,
+    )

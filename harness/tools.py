@@ -1,0 +1,100 @@
+"""The project-local tool folder: exact versions of the agents under test, installed once, side by side.
+
+`.tools/<tool>/<version>/` beside the source checkout (or $HARNESS_TOOLS_DIR),
+never committed, reused across runs. An install goes to a staging folder and is
+renamed into place under a lock, so parallel workers asking for the same version
+install it once and nobody ever runs a half-installed tool.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import harness
+from harness.errors import InputError
+
+ENV_VAR = "HARNESS_TOOLS_DIR"
+VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?")
+_INSTALL_TIMEOUT_S = 900
+
+
+def tools_root() -> Path:
+    """$HARNESS_TOOLS_DIR, else .tools/ in the source checkout, else the user's cache folder."""
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).resolve()
+    checkout = Path(harness.__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file():
+        return checkout / ".tools"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "harness" / "tools"
+
+
+def npm_package_dir(tool: str, package: str, version: str, *, quiet: bool = False) -> Path:
+    """node_modules/<package> of an exact version in the tool folder, installing it on first use."""
+    if not VERSION_RE.fullmatch(version):
+        raise InputError(f"{tool}: expected an exact version such as 2.1.332, got {version!r}")
+    home = tools_root() / tool / version
+    installed = home / "node_modules" / package
+    if (home / ".complete").is_file():
+        return installed
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(home.parent / f".{version}.lock"):
+        if (home / ".complete").is_file():  # another worker finished it while we waited
+            return installed
+        _npm_install(tool, package, version, home, quiet)
+    return installed
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _npm_install(tool: str, package: str, version: str, home: Path, quiet: bool) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise InputError(f"{tool}@{version} is not installed in {home} and npm is not on PATH to install it")
+    staging = home.parent / f".staging-{version}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    if not quiet:
+        print(f"harness: installing {package}@{version} into {home} (first use)", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    # Install scripts stay off: the harness runs the platform binary itself, and nothing runs at install time.
+    argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save",
+            "--ignore-scripts", "--loglevel=error", f"{package}@{version}"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(f"installing {package}@{version} timed out after {_INSTALL_TIMEOUT_S}s") from None
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        why = _npm_reason(done.stderr, package, version)
+        raise InputError(f"cannot install {package}@{version}: {why}")
+    (staging / ".complete").write_text(f"{package}@{version}\n")
+    shutil.rmtree(home, ignore_errors=True)
+    os.rename(staging, home)
+    if not quiet:
+        print(f"harness: installed {package}@{version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def _npm_reason(stderr: str, package: str, version: str) -> str:
+    if "ETARGET" in stderr or "E404" in stderr or "No matching version" in stderr:
+        return f"the registry has no version {version} of {package} (`npm view {package} versions` lists them)"
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return "npm failed: " + (" | ".join(lines[-3:]) if lines else "no error output")
