@@ -42,7 +42,13 @@ COMPACT_PROMPT = (
     "Your task is to create a detailed summary of the conversation so far, paying close attention to the "
     "user's explicit requests and your previous actions.\n"
     "Before providing your final summary, wrap your analysis in <analysis> tags.\n"
-    "Your summary should include the following sections: 1. Primary Request and Intent ..."
+    "Your summary should include the following sections: 1. Primary Request and Intent ...\n"
+    "<summary>\n1. Primary Request and Intent:\n   [Detailed description]\n</summary>"
+)
+# How Claude Code carries the summary back, sometimes in the same message as the next prompt.
+CONTINUATION = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\nSummary:\nThe user asked for 6*7.\n"
 )
 
 
@@ -485,10 +491,10 @@ def test_head_and_options_are_answered_and_journaled_without_breaking_keep_alive
         after, _, _ = send(server, None, method="GET", path="/v1/models", conn=conn)
     finally:
         conn.close()
-    assert (head_status, head_body, options_status, after) == (405, b"", 405, 200)
-    assert int(head_headers["content-length"]) > 0  # the length of the body a GET would get, never sent
-    assert [(e.method, e.status, e.klass) for e in api.journal.exchanges()] == [
-        ("HEAD", 405, "malformed"), ("OPTIONS", 405, "malformed"), ("GET", 200, "side")]
+    # HEAD is a reachability probe on any path (Claude Code sends `HEAD /` before its first request)
+    assert (head_status, head_body, options_status, after) == (200, b"", 405, 200)
+    assert [(e.method, e.path, e.status, e.klass) for e in api.journal.exchanges()] == [
+        ("HEAD", "/v1/messages", 200, "side"), ("OPTIONS", "/v1/messages", 405, "malformed"), ("GET", "/v1/models", 200, "side")]
 
 
 def test_sdk_raises_bad_request_with_our_message(client, api):
@@ -775,8 +781,14 @@ def test_compaction_outside_step_is_flagged(server, api):
     "system,prompt,klass",
     [
         (COMPACT_SYSTEM, COMPACT_PROMPT, "compaction"),
-        ("You are Claude Code.", COMPACT_PROMPT + "\nWrap it in <summary></summary> tags.", "compaction"),
-        ("You are Claude Code.", "Summarize the conversation so far.", "main"),  # no summarizer, no tags
+        ("You are Claude Code.", COMPACT_PROMPT, "compaction"),  # Claude Code 2.1: its own system prompt
+        ("You are Claude Code.", [CONTINUATION, COMPACT_PROMPT], "compaction"),  # a second compaction
+        ("You are Claude Code.", ["b\n", COMPACT_PROMPT, "<total_tokens>1 tokens left</total_tokens>"], "compaction"),
+        ("You are Claude Code.", [CONTINUATION, "What is 2+2?"], "main"),  # the turn after a compaction
+        ("You are Claude Code.", CONTINUATION + "What is 2+2? Put the <summary> aside.", "main"),
+        ("Conversations get summarized when long.", "What is 2+2?", "main"),  # the word alone decides nothing
+        ("You are Claude Code.", "Summarize the conversation so far.", "main"),  # no tags the client would parse
+        (COMPACT_SYSTEM, "Summarize the conversation so far.", "main"),  # a summarizer's system prompt alone neither
         ("You are Claude Code.", "What is the capital of France?", "main"),
         (COMPACT_SYSTEM, "What is the capital of France?", "main"),
         (COMPACT_SYSTEM, "Summarize this file for me.", "main"),  # a summary, but not of the conversation
@@ -785,6 +797,8 @@ def test_compaction_outside_step_is_flagged(server, api):
 )
 def test_compaction_classification(server, api, system, prompt, klass):
     api.begin_step(step(say("main reply"), summary="S"))
+    if isinstance(prompt, list):  # several text blocks in the last user message
+        prompt = [{"type": "text", "text": text} for text in prompt]
     status, headers, body = send(server, payload(prompt, system=system))
     assert status == 200
     assert only(api).klass == klass

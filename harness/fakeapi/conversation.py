@@ -13,7 +13,8 @@ from typing import Any
 SYSTEM_SEPARATOR = "\n\n"
 _SUMMARY_WORD = re.compile(r"(?i)\bsummar(?:y|ies|ise|ize|ising|izing)\b")
 _CONVERSATION = re.compile(r"(?i)\bconversation\b")
-_SUMMARIZER_SYSTEM = re.compile(r"(?i)summari[sz]")
+# How clients open the message that carries a summary back into the conversation.
+_CONTINUATION_OPENINGS = ("This session is being continued from a previous conversation",)
 
 
 def system_text(normalized: dict[str, Any] | None) -> str:
@@ -35,14 +36,23 @@ def last_user_text(normalized: dict[str, Any]) -> str:
 def is_compaction(normalized: dict[str, Any]) -> bool:
     """The client asks for a summary of the conversation (Claude Code's /compact and auto-compact).
 
-    Recognised from the bytes alone: the last user turn asks for a summary of
-    the conversation, and either the system prompt is a summarizer's or the
-    request names the <summary> tags the client will parse.
+    Recognised from the bytes alone, block by block in the last user turn: one
+    text block asks for a summary of the conversation and names the <summary>
+    tags the client will parse. Judged per block because after a compaction a
+    client may send the summary it got back and the next prompt in one message;
+    that continuation talks about a summary too, but never asks for one.
     """
-    text = last_user_text(normalized)
-    if not (_SUMMARY_WORD.search(text) and _CONVERSATION.search(text)):
+    for message in reversed(normalized.get("messages", [])):
+        if message["role"] != "user":
+            continue
+        return any(_asks_for_summary(b.get("text", "")) for b in message.get("content", []) if b.get("type") == "text")
+    return False
+
+
+def _asks_for_summary(text: str) -> bool:
+    if text.lstrip().startswith(_CONTINUATION_OPENINGS):
         return False
-    return bool(_SUMMARIZER_SYSTEM.search(system_text(normalized))) or "<summary>" in text
+    return "<summary>" in text and bool(_SUMMARY_WORD.search(text)) and bool(_CONVERSATION.search(text))
 
 
 def compaction_reply_text(summary: str) -> str:

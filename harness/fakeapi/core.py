@@ -113,6 +113,9 @@ class FakeModelAPI:
             return self._outbound(request)
         parts = urlsplit(request.target)
         path = parts.path.rstrip("/") or "/"
+        if request.method == "HEAD":  # clients probe reachability (Claude Code: `HEAD /`, `HEAD /api/hello`)
+            self._record_simple(request, path, parts.query, 200, None)
+            return HTTPResponse(200, [("content-type", "application/json")], body=b"")
         route = {
             ("POST", "/v1/messages"): self._messages,
             ("POST", "/v1/messages/count_tokens"): self._count_tokens,
@@ -156,10 +159,11 @@ class FakeModelAPI:
         return HTTPResponse(200, headers, body=anthropic.render_json(reply))
 
     def _classify(self, normalized: dict[str, Any]) -> str:
-        if conversation.is_compaction(normalized):
-            return COMPACTION
+        """A target's side-call rules come first: a title request about a compacted conversation is still a side call."""
         if any(rule.matches(normalized) for rule in self.side_calls):
             return SIDE
+        if conversation.is_compaction(normalized):
+            return COMPACTION
         return MAIN
 
     def _choose_turn(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None) -> Turn:

@@ -45,8 +45,12 @@ OFFLINE_ENV = {
     "DISABLE_BUG_COMMAND": "1",
     "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
 }
-# Claude Code's own background requests (not turns of the conversation).
+# Claude Code's own background requests, not turns of the conversation (seen by running
+# 2.0.0 to 2.1.332): session titles, a quota probe, and 2.0.x's small-model helpers.
 SIDE_CALLS = (
+    SideCallRule(system=r"(?i)naming a coding session|generate a concise, sentence-case title|write a 5-10 word title"),
+    SideCallRule(prompt=r"(?i)^please write a 5-10 word title"),
+    SideCallRule(model=r"haiku"),
     SideCallRule(prompt=r"^quota$"),
 )
 
