@@ -123,7 +123,7 @@ class ReplyReader(Reader):
         return Turn(blocks=tuple(blocks), usage=usage, stop_reason=stop_reason)
 
     def error_turn(self, m: LocatedDict, where: str) -> Turn:
-        """`error: {status, type, message}`: the fake API answers this request with an HTTP error."""
+        """A turn `error: {status, type, message}`: the fake API answers this one request with an HTTP error."""
         others = [k for k in m if k != "error"]
         if others:
             raise self.error(
@@ -131,9 +131,10 @@ class ReplyReader(Reader):
                 m.key_line(others[0]),
                 where,
             )
-        where = child_path(where, "error")
-        line = m.key_line("error")
-        e = self.mapping(m["error"], line, where, f"a mapping with {', '.join(_ERROR_KEYS)}")
+        return Turn(blocks=(), error=self.api_error(m["error"], m.key_line("error"), child_path(where, "error")))
+
+    def api_error(self, value: Any, line: int | None, where: str) -> ApiError:
+        e = self.mapping(value, line, where, f"a mapping with {', '.join(_ERROR_KEYS)}")
         self.known_keys(e, _ERROR_KEYS, where)
         status = self.require(e, "status", where)
         status_where = child_path(where, "status")
@@ -141,7 +142,7 @@ class ReplyReader(Reader):
             raise self.error(f"expected an HTTP error status (400-599), got {describe(status)}", e.key_line("status"), status_where)
         kind = self.optional_string(e, "type", where, non_empty=True) or _DEFAULT_ERROR_TYPES.get(status, "api_error")
         message = self.optional_string(e, "message", where, non_empty=True) or f"scripted error {status} from the harness"
-        return Turn(blocks=(), error=ApiError(int(status), kind, message))
+        return ApiError(int(status), kind, message)
 
     def block(self, value: Any, line: int | None, where: str) -> Block:
         expected = "a content block: a mapping with one key, text, thinking or tool_use"

@@ -86,13 +86,14 @@ class Step:
     usage: Usage | None = None  # default usage for this step's turns
     timeout_s: float | None = None
     line: int | None = None  # line of the step in its file
+    error: ApiError | None = None  # every main request of the step is answered with this error
     edits: tuple[tuple[str, str], ...] = ()  # (relative path, new content) written before the process starts
     commit: str | None = None  # commit message: everything in the working directory is committed before the step
 
     @property
     def scripts_an_error(self) -> bool:
         """The scenario foresees that this step's agent process fails (a non-zero exit is then not a run error)."""
-        return any(turn.error is not None for turn in self.turns)
+        return self.error is not None or any(turn.error is not None for turn in self.turns)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _NAME_RE = re.compile(NAME_PATTERN)
 _TOP_KEYS = ("name", "description", "append", "workdir", "steps", "checks", "expect")
 _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
-_PROMPT_STEP_KEYS = ("prompt", "reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
+_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
 _COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
 _APPEND_CHECK = "appended_exactly_once"
 
@@ -176,6 +176,16 @@ class _ScenarioReader(ReplyReader):
         turns: tuple[Turn, ...] = ()
         if "reply" in body:
             turns = self.reply(body["reply"], body.key_line("reply"), child_path(where, "reply"))
+        error = None
+        if "error" in body:
+            if "reply" in body:
+                raise self.error(
+                    "a step has 'reply' (what the model says) or 'error' (every request of the step fails), not both; "
+                    "for one failed request among replies, put '- error: {...}' in the reply list",
+                    body.key_line("error"),
+                    where,
+                )
+            error = self.api_error(body["error"], body.key_line("error"), child_path(where, "error"))
         summary = self.optional_string(body, "summary", where)
         usage = None
         if "usage" in body:
@@ -198,6 +208,7 @@ class _ScenarioReader(ReplyReader):
             line=line,
             edits=edits,
             commit=commit,
+            error=error,
         )
 
     def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:

@@ -261,7 +261,7 @@ BAD = [
     ("step-unknown-kind", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - resum: {prompt: again}"), 5,
      ["steps[2]: unknown step kind 'resum' (did you mean 'resume'? allowed: compact, launch, resume, retry)"]),
     ("step-unknown-key", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - retry:", "      promt: again"), 6,
-     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: commit, edit, prompt, reply, summary, timeout_s, usage)"]),
+     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: commit, edit, error, prompt, reply, summary, timeout_s, usage)"]),
     ("step-body-string", (*HEAD, "steps:", "  - launch: hi"), 4, ["steps[1].launch: expected a mapping of step settings (or nothing), got a string ('hi')"]),
     ("first-step-not-launch", (*HEAD, "steps:", "  - resume: {prompt: hi}"), 4, ["steps[1].resume: the first step must be 'launch', got 'resume'"]),
     ("second-launch", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - compact: {}", "  - launch: {prompt: again}"), 6,

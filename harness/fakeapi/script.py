@@ -21,6 +21,8 @@ class StepScript:
         self._turns: deque[Turn] = deque(step.turns)
 
     def take_turn(self) -> Turn | None:
+        if self.step.error is not None:  # the step fails however often the agent tries
+            return Turn(blocks=(), error=self.step.error)
         return self._turns.popleft() if self._turns else None
 
     @property
