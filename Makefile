@@ -6,9 +6,18 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest workers: every scenario item has its own fake API, port and HOME.
 WORKERS ?= auto
 
-.PHONY: install run test clean
+# Claude Code builds: the pinned one and an older one that behaves differently on
+# resume (harness/targets/claude_code.py says which; `harness install` installs both
+# into .tools/, reused across runs).
+CLAUDE_CODE_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
+CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
+
+.PHONY: install tools run test clean
 
 install: $(STAMP)
+
+tools: install
+	$(BIN)/harness install
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +25,20 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The scenario library against the clean reference agent and each of its known
-# defects; exit 0 when every verdict matches the scenarios' expectations.
-run: install
-	$(BIN)/harness run scenarios --target 'reference:*'
+# defects; the Claude Code suite against both Claude Code builds under every launch
+# policy; auto-compaction against the pinned build (the older one refuses the turn
+# instead of compacting). Exit 0 when every verdict matches the scenarios'
+# expectations. Every run happens even after a failed one; one report folder each.
+run: tools
+	@status=0; \
+	$(BIN)/harness run scenarios --target 'reference:*' || status=$$?; \
+	$(BIN)/harness run scenarios/claude-code \
+	  --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' --target 'claude-code@$(CLAUDE_CODE_OLDER)+*' || status=$$?; \
+	$(BIN)/harness run scenarios/claude-code-auto-compaction --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' || status=$$?; \
+	exit $$status
 
-test: install
+test: tools
 	$(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) reports/run-* reports/latest
+	rm -rf $(VENV) .tools reports/run-* reports/latest

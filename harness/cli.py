@@ -1,4 +1,4 @@
-"""`harness run | serve | targets`: the command line, and its exit codes.
+"""`harness run | serve | targets | install`: the command line, and its exit codes.
 
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run scenarios against targets and report the verdicts")
     run.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
     run.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                     help="reference, reference:DEFECT, reference:* or a target file; repeatable (default: reference)")
+                     help="reference[:DEFECT|:*], claude-code[@VERSION][+POLICY|+*] or a target file; repeatable (default: reference)")
     run.add_argument("--report-dir", type=Path, metavar="DIR",
                      help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
@@ -38,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
 
-    sub.add_parser("targets", help="list the built-in targets and the reference agent's defects")
+    sub.add_parser("targets", help="list the built-in targets, launch policies and the reference agent's defects")
+
+    install = sub.add_parser("install", help="install the agents targets need into the tool folder (default: the pinned Claude Code versions)")
+    install.add_argument("targets", nargs="*", metavar="T", help="targets whose agents to install, e.g. claude-code@2.1.300")
     return parser
 
 
@@ -49,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "serve":
             return _serve(args)
+        if args.command == "install":
+            return _install(args)
         return _targets()
     except InputError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
@@ -137,12 +142,29 @@ def _echo(exchange) -> None:
     print(f"#{exchange.seq} {exchange.method} {exchange.path} {exchange.status} {exchange.klass}{flag}{error}", file=sys.stderr)
 
 
+def _install(args: argparse.Namespace) -> int:
+    """Install up front (CI, `make run`) what a run would otherwise install on first use."""
+    from harness.targets import claude_code, resolve_target
+
+    specs = args.targets or [f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)]
+    for spec in specs:
+        for target in resolve_target(spec):
+            print(f"{target.name}: {target.commands['launch'][0]}")
+    return EXIT_OK
+
+
 def _targets() -> int:
     from harness.reference_agent.defects import DEFECT_DESCRIPTIONS
+    from harness.targets import claude_code
 
     print("reference                 the clean reference agent (shipped in this package)")
     for name, text in DEFECT_DESCRIPTIONS.items():
         print(f"reference:{name:<34} {text}")
     print("reference:*               the clean agent plus one target per defect")
+    print(f"claude-code[@VERSION][+POLICY]  the real Claude Code CLI, installed on first use (pinned: {claude_code.PINNED_VERSION})")
+    for policy, text in claude_code.POLICIES.items():
+        default = " (default)" if policy == claude_code.DEFAULT_POLICY else ""
+        print(f"  +{policy:<30} {text}{default}")
+    print("  +*                              one target per policy")
     print("PATH.yaml                 a target file describing any agent (see README)")
     return EXIT_OK
