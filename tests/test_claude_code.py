@@ -222,3 +222,43 @@ def test_nothing_leaves_the_machine_and_the_catch_is_real(tmp_path):
     chatty = run_scenario(scenario, dataclasses.replace(chatty_target, env=chatty_env), tmp_path / "chatty.jsonl")
     assert chatty.steps[0].classes.get(OUTBOUND, 0) > 0, chatty.steps[0].classes
     assert any("refused" in note for note in chatty.steps[0].notes)
+
+
+# ---------------------------------------------------------------------------------------- the README's table
+
+
+README_COLUMNS = [  # the table's scenario columns, left to right
+    SUITE / "wrong-answer-then-retry.yaml",
+    SUITE / "uncaught-error-then-retry.yaml",
+    SUITE / "compact-then-resume.yaml",
+    SUITE / "two-turns-in-a-git-repository.yaml",
+    AUTO_COMPACTION / "auto-compaction-then-resume.yaml",
+]
+SHORT = {"identity": "identity_stable", "appended": "appended_exactly_once", "prefix": "prefix_stable", "history": "history_preserved"}
+
+
+def readme_rows() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("<!-- claude-code-table:start -->")[1].split("<!-- claude-code-table:end -->")[0]
+    lines = [line for line in table.strip().splitlines() if line.startswith("|")][2:]  # header, rule
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_the_readme_table_says_what_the_measured_expectations_say():
+    """The expectations are asserted against the real builds above; the README may not drift from them."""
+    rows = readme_rows()
+    assert {(version, policy) for version, policy, *_ in rows} == {
+        (v, p) for v in (PINNED, OLDER) for p in claude_code.POLICIES
+    }
+    ran = {(path, name) for path, name in MATRIX}
+    for version, policy, *cells in rows:
+        name = f"claude-code@{version}+{policy}"
+        assert len(cells) == len(README_COLUMNS), (name, cells)
+        for path, cell in zip(README_COLUMNS, cells):
+            if (path, name) not in ran:
+                assert cell.startswith("not run"), (path.stem, name, cell)
+                continue
+            scenario = load_scenario(path)
+            failing = {c for c in scenario.checks if scenario.expected_verdict(name, c) == "fail"}
+            said = set() if cell == "pass" else {SHORT[word.strip()] for word in cell.split(",")}
+            assert said == failing, (path.stem, name, cell)
