@@ -182,13 +182,15 @@ def _run_step(
         result.notes.append("processes of the step were still running after it exited; their group was killed")
     outbound = [e for e in exchanges if e.klass == OUTBOUND]
     if outbound:
-        hosts = sorted({e.path for e in outbound})
+        hosts = sorted({e.destination for e in outbound})
         result.notes.append(f"{len(outbound)} attempt(s) to reach another host refused: {', '.join(hosts)}")
     if result.unforeseen:
         result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
     if result.unused_turns:
         result.notes.append(f"{result.unused_turns} scripted reply(ies) were never requested")
-    result.error = _step_error(outcome, result, step, target)
+    # A non-zero exit is foreseen only once the scripted error was actually answered in this step.
+    failed_as_scripted = step.scripts_an_error and any(e.scripted_error for e in exchanges)
+    result.error = _step_error(outcome, result, step, target, failed_as_scripted)
     if not result.error and outcome.exit_code != 0:
         result.notes.append(f"exited with code {outcome.exit_code} after the scripted API error, as the scenario foresees")
     if result.error:
@@ -204,13 +206,13 @@ def _run_step(
     return result, result.session_id
 
 
-def _step_error(outcome, result: StepResult, step: Step, target: Target) -> str | None:
+def _step_error(outcome, result: StepResult, step: Step, target: Target, failed_as_scripted: bool) -> str | None:
     stderr = f"; stderr ends with: {tail_line(result.stderr_tail)!r}" if result.stderr_tail.strip() else ""
     if outcome.launch_error:
         return outcome.launch_error
     if outcome.timed_out:
         return f"timed out after {step.timeout_s or target.timeout_s:g}s; its process group was killed{stderr}"
-    if outcome.exit_code != 0 and not (outcome.exit_code > 0 and step.scripts_an_error):
+    if outcome.exit_code != 0 and not (outcome.exit_code > 0 and failed_as_scripted):
         how = f"was killed by {_signal_name(-outcome.exit_code)}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
         return f"the agent {how}{stderr}"
     if result.requests == 0:

@@ -223,7 +223,7 @@ class _ScenarioReader(ReplyReader):
             if not isinstance(name, str) or not name.strip():
                 raise self.error(f"expected a relative file path as key, got {describe(name)}", key_line, where)
             parts = Path(name).parts
-            if Path(name).is_absolute() or ".." in parts or (parts and parts[0] == ".git"):
+            if not parts or Path(name).is_absolute() or ".." in parts or parts[0] == ".git":
                 raise self.error(
                     f"expected a path inside the working directory (relative, no '..', not under .git), got {name!r}",
                     key_line,

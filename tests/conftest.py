@@ -1,4 +1,4 @@
-"""Shared test plumbing: the defect-matrix table printed at the end of the test run.
+"""Shared test plumbing: the run and served fixtures, and the defect-matrix table printed at the end.
 
 Library tests attach one row each (via user_properties, which pytest-xdist
 carries from workers to the controller); the table is printed in the
@@ -8,6 +8,18 @@ terminal summary so every `make test` shows what each defect breaks.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.fakeapi.core import FakeModelAPI
+from harness.fakeapi.journal import Journal
+from harness.fakeapi.server import FakeAPIServer
+from harness.results import RunResult
+from harness.runner import run_scenario
+from harness.scenario import Scenario
+from harness.targets.base import Target
 
 MATRIX_KEY = "harness_defect_matrix_row"
 _rows: list[dict] = []
@@ -39,3 +51,33 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row)).rstrip())
         if i == 0:
             terminalreporter.write_line("  ".join("-" * w for w in widths))
+
+
+@pytest.fixture
+def run(tmp_path):
+    """run(scenario, target, keep=False) -> RunResult; kept workspaces are removed afterwards."""
+    kept: list[Path] = []
+    counter = iter(range(1000))
+
+    def _run(sc: Scenario, tg: Target, keep: bool = False) -> RunResult:
+        journal = tmp_path / f"journal-{next(counter)}.jsonl"
+        result = run_scenario(sc, tg, journal, keep_workspace=keep)
+        if result.workspace:
+            kept.append(Path(result.workspace))
+        assert bool(result.workspace) == keep
+        return result
+
+    yield _run
+    for root in kept:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """(api, server, journal path): a live fake API on 127.0.0.1 with an on-disk journal."""
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    api = FakeModelAPI(journal)
+    with FakeAPIServer(api) as server:
+        yield api, server, path
+    journal.close()

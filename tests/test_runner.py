@@ -11,19 +11,16 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 
 import harness.process
 from harness.fakeapi.journal import read_journal
 from harness.results import ERROR, PASS, RunResult
-from harness.runner import run_scenario
 from harness.scenario import Scenario
 from harness.scenario_file import parse_scenario
 from harness.targets.base import Target
@@ -48,25 +45,6 @@ THREE_TURNS = """\
   - retry:  {prompt: "Wrong, try again.", reply: "22, really."}
 """
 ONE_TURN = '  - launch: {prompt: "Remember 17.", reply: "Noted."}\n'
-
-
-@pytest.fixture
-def run(tmp_path):
-    """run(scenario, target, keep=False) -> RunResult; kept workspaces are removed afterwards."""
-    kept: list[Path] = []
-    counter = iter(range(1000))
-
-    def _run(sc: Scenario, tg: Target, keep: bool = False) -> RunResult:
-        journal = tmp_path / f"journal-{next(counter)}.jsonl"
-        result = run_scenario(sc, tg, journal, keep_workspace=keep)
-        if result.workspace:
-            kept.append(Path(result.workspace))
-        assert bool(result.workspace) == keep
-        return result
-
-    yield _run
-    for root in kept:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def workspace_of(result: RunResult) -> Path:

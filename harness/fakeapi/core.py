@@ -218,10 +218,14 @@ class FakeModelAPI:
 
     def _outbound(self, request: HTTPRequest) -> HTTPResponse:
         """Traffic meant for another host (through the proxy variables): journaled, refused, never forwarded."""
-        destination = request.target if request.method == "CONNECT" else urlsplit(request.target).netloc
+        if request.method == "CONNECT":
+            path, query = request.target, ""
+        else:  # an absolute URL: its query may carry credentials, redacted like any other
+            parts = urlsplit(request.target)
+            path, query = f"{parts.scheme}://{parts.netloc}{parts.path}", parts.query
         with self._lock:
-            exchange = self._new_exchange(request, request.target, "", OUTBOUND, 403, self._active)
-            exchange.error = f"outbound {request.method} to {destination} refused: nothing leaves the machine"
+            exchange = self._new_exchange(request, path, query, OUTBOUND, 403, self._active)
+            exchange.error = f"outbound {request.method} to {exchange.destination} refused: nothing leaves the machine"
             self.journal.append(exchange)
         body = anthropic.error_body(exchange.error, "permission_error", _request_id(exchange.seq))
         return HTTPResponse(403, [("content-type", "application/json"), ("connection", "close")], body=body)

@@ -11,6 +11,7 @@ import base64
 import json
 import re
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 from typing import Any
 
 from harness.fakeapi.conversation import system_text
@@ -76,6 +77,16 @@ class Exchange:
     def system_text(self) -> str:
         """All system text of the request, blocks joined as the model reads them."""
         return system_text(self.normalized)
+
+    @property
+    def scripted_error(self) -> bool:
+        """Answered with an error the scenario scripted (not a refusal of a malformed request)."""
+        return bool((self.reply or {}).get("error"))
+
+    @property
+    def destination(self) -> str:
+        """For outbound requests: the host (and port) the agent tried to reach."""
+        return self.path if self.method == "CONNECT" else urlsplit(self.path).netloc
 
     def reply_text(self) -> str:
         if not self.reply:

@@ -13,6 +13,7 @@ Modes:
   no-request        prints a session id without ever calling the API
   garbage-stdout    calls the API, then prints no session id at all
   leave-background  a correct turn that leaves a child (sleep 300) running
+  fail-after-reply  gets its reply, then exits 1 for a reason of its own
 """
 
 import argparse
@@ -103,6 +104,9 @@ def main():
     session_file.write_text(json.dumps(messages))
     text = "".join(b.get("text", "") for b in reply["content"] if b["type"] == "text")
 
+    if args.mode == "fail-after-reply":
+        print("agent: fatal: disk full while saving", file=sys.stderr, flush=True)
+        return 1
     if args.mode == "garbage-stdout":
         print("Thinking...\n\x1b[32m✓\x1b[0m all done, no id for you {not json")
         return 0
