@@ -93,8 +93,8 @@ def _normalize_prompt(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 # Claude Code sends request attribution as the first system block. The provider reads it as
-# metadata, not as prompt: it is not part of the cache key (its hash changes after a
-# compaction, and per request in newer builds, while real sessions keep their cache hits).
+# metadata, not as prompt: it is not part of the cache key (its hash changes after every
+# compaction, and in some builds with every request, while real sessions keep their cache hits).
 BILLING_HEADER = "x-anthropic-billing-header:"
 
 
