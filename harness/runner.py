@@ -207,7 +207,13 @@ def _run_step(
 
 
 def _step_error(outcome, result: StepResult, step: Step, target: Target, failed_as_scripted: bool) -> str | None:
-    stderr = f"; stderr ends with: {tail_line(result.stderr_tail)!r}" if result.stderr_tail.strip() else ""
+    # Agents that report errors as JSON on stdout (Claude Code's `is_error` result) leave stderr empty.
+    if result.stderr_tail.strip():
+        stderr = f"; stderr ends with: {tail_line(result.stderr_tail)!r}"
+    elif result.stdout_tail.strip():
+        stderr = f"; stderr is empty, stdout ends with: {tail_line(result.stdout_tail)!r}"
+    else:
+        stderr = ""
     if outcome.launch_error:
         return outcome.launch_error
     if outcome.timed_out:

@@ -122,6 +122,14 @@ def test_crash_names_the_exit_code_and_the_stderr_tail(run):
     assert "cannot open the session store" in result.steps[1].stderr_tail
 
 
+def test_an_error_reported_on_stdout_is_quoted_when_stderr_is_empty(run):
+    """Claude Code reports a failed turn as JSON on stdout and writes nothing to stderr."""
+    sc = scenario("json-error", THREE_TURNS)
+    result = run(sc, target("json-error"))
+    assert_run_error(result, sc, 2, "the agent exited with code 1; stderr is empty, stdout ends with:",
+                     "API Error: the session store is gone")
+
+
 def test_hang_times_out_and_kills_the_agent_and_its_child(run):
     sc = scenario("hang", ONE_TURN)
     result = run(sc, target("hang"), keep=True)

@@ -14,6 +14,7 @@ Modes:
   garbage-stdout    calls the API, then prints no session id at all
   leave-background  a correct turn that leaves a child (sleep 300) running
   fail-after-reply  gets its reply, then exits 1 for a reason of its own
+  json-error        gets its reply, then reports an error as JSON on stdout (as Claude Code does), exits 1
 """
 
 import argparse
@@ -106,6 +107,9 @@ def main():
 
     if args.mode == "fail-after-reply":
         print("agent: fatal: disk full while saving", file=sys.stderr, flush=True)
+        return 1
+    if args.mode == "json-error":
+        print(json.dumps({"type": "result", "is_error": True, "result": "API Error: the session store is gone"}))
         return 1
     if args.mode == "garbage-stdout":
         print("Thinking...\n\x1b[32m✓\x1b[0m all done, no id for you {not json")
