@@ -22,7 +22,11 @@ from harness.scenario import Scenario
 from harness.targets.base import Target
 
 MATRIX_KEY = "harness_defect_matrix_row"
+CLAUDE_CODE_KEY = "harness_claude_code_cell"
 _rows: list[dict] = []
+_claude_code_cells: list[dict] = []
+_SHORT = {"identity_stable": "identity", "appended_exactly_once": "appended", "prefix_stable": "prefix",
+          "history_preserved": "history"}
 
 
 def pytest_runtest_logreport(report):
@@ -31,22 +35,35 @@ def pytest_runtest_logreport(report):
     for key, value in report.user_properties:
         if key == MATRIX_KEY:
             _rows.append(json.loads(value))
+        elif key == CLAUDE_CODE_KEY:
+            _claude_code_cells.append(json.loads(value))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _rows:
-        return
-    rows = sorted(_rows, key=lambda r: (r["target"] != "reference", r["order"]))
-    checks = rows[0]["checks"]
-    header = ["target", *checks, "verdicts as expected"]
-    table = [header] + [
-        [r["target"], *(f"fails {r['fails'][c]}/{r['scenarios']}" for c in checks),
-         f"{r['as_expected']}/{r['scenarios']}"]
-        for r in rows
-    ]
+    if _rows:
+        rows = sorted(_rows, key=lambda r: (r["target"] != "reference", r["order"]))
+        checks = rows[0]["checks"]
+        header = ["target", *checks, "verdicts as expected"]
+        table = [[r["target"], *(f"fails {r['fails'][c]}/{r['scenarios']}" for c in checks),
+                  f"{r['as_expected']}/{r['scenarios']}"] for r in rows]
+        _write_table(terminalreporter, "reference agent × scenario library",
+                     "scenarios in which each check failed, per target (from the journals of real runs):", header, table)
+    if _claude_code_cells:
+        scenarios = sorted({c["scenario"] for c in _claude_code_cells})
+        targets = sorted({c["target"] for c in _claude_code_cells}, key=lambda t: [-int(n) for n in t.split("@")[1].split("+")[0].split(".")] + [t])
+        cells = {(c["target"], c["scenario"]): c["fails"] for c in _claude_code_cells}
+        table = [[t, *(", ".join(_SHORT.get(f, f) for f in cells[(t, s)]) or "pass" if (t, s) in cells else "-" for s in scenarios)]
+                 for t in targets]
+        _write_table(terminalreporter, "real Claude Code builds × Claude Code suite",
+                     "checks that failed, per build and launch policy (each as expected, and equal to the raw bytes):",
+                     ["target", *scenarios], table)
+
+
+def _write_table(terminalreporter, title: str, caption: str, header: list[str], rows: list[list[str]]) -> None:
+    table = [header] + rows
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    terminalreporter.section("reference agent × scenario library")
-    terminalreporter.write_line("scenarios in which each check failed, per target (from the journals of real runs):")
+    terminalreporter.section(title)
+    terminalreporter.write_line(caption)
     for i, row in enumerate(table):
         terminalreporter.write_line("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row)).rstrip())
         if i == 0:

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import CLAUDE_CODE_KEY
 
 from harness.fakeapi.exchange import MAIN, OUTBOUND
 from harness.results import RunResult
@@ -139,7 +140,7 @@ def test_the_suite_covers_the_seeds_sequences_with_every_policy():
 
 
 @pytest.mark.parametrize("path,name", MATRIX, ids=[f"{p.stem}·{n}" for p, n in MATRIX])
-def test_suite_verdicts_match_expectations_and_the_raw_bytes(path, name, tmp_path):
+def test_suite_verdicts_match_expectations_and_the_raw_bytes(path, name, tmp_path, record_property):
     scenario = load_scenario(path)
     result = run(scenario, name, tmp_path)
     assert result.status != "error", result.error
@@ -152,6 +153,9 @@ def test_suite_verdicts_match_expectations_and_the_raw_bytes(path, name, tmp_pat
     from_bytes = verdicts_from_bytes(tmp_path / "journal.jsonl", scenario.append)
     from_checks = {c.check: c.verdict for c in result.checks if c.check in from_bytes}
     assert from_checks == from_bytes
+    record_property(CLAUDE_CODE_KEY, json.dumps({
+        "target": name, "scenario": scenario.name, "fails": [c.check for c in result.checks if c.verdict == "fail"],
+    }))
 
 
 # ---------------------------------------------------------------------------------------- findings, with evidence
