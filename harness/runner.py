@@ -140,6 +140,7 @@ def _run_step(
         "workdir": str(workspace.workdir),
         "target_dir": str(target.target_dir),
         "python": sys.executable,
+        "checkout": str(target.checkout) if target.checkout else None,
     }
     try:
         argv = [render(part, values) for part in template]

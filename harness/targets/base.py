@@ -17,7 +17,7 @@ from harness.errors import InputError
 from harness.fakeapi.core import SideCallRule
 from harness.fakeapi.exchange import Exchange
 
-PLACEHOLDERS = ("prompt", "append", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python")
+PLACEHOLDERS = ("prompt", "append", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 COMMAND_KINDS = ("launch", "resume", "retry", "compact")
 SESSION_ID_SOURCES = ("stdout_json", "stdout_regex", "header")
 DEFAULT_IDENTITY = r"(?m)^You are [^\n]*"
@@ -77,6 +77,8 @@ class Target:
     target_dir: Path = Path(".")
     side_calls: tuple[SideCallRule, ...] = ()
     source: Path | None = None  # the target file, when there is one
+    checkout: Path | None = None  # the agent's code at a named git revision (target files with `repo:`)
+    revision: str | None = None  # the commit that checkout holds
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""
