@@ -19,15 +19,32 @@ def resolve_target(spec: str) -> list[Target]:
         from harness.targets import claude_code
 
         return claude_code.claude_code_targets(spec)
-    path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    path, rev = split_revision(spec)
+    if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.command import load_target_file
 
-        return [load_target_file(path)]
+        return [load_target_file(path, rev)]
     raise InputError(
         f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*', "
-        "'claude-code[@VERSION][+POLICY]' or the path of a target file (*.yaml)"
+        "'claude-code[@VERSION][+POLICY]' or the path of a target file (*.yaml, or *.yaml@REV for a git revision "
+        "of the code its `repo:` names)"
     )
+
+
+def split_revision(spec: str) -> tuple[Path, str | None]:
+    """`FILE@REV` -> (FILE, REV); any other spec is a path as written, '@' and all.
+
+    Only the last '@' splits, and only when what precedes it is an existing file or
+    looks like a target file (*.yaml, *.yml) while the whole spec is not a file itself.
+    """
+    head, at, rev = spec.rpartition("@")
+    if not at:
+        return Path(spec), None
+    if not (Path(head).is_file() or (head.endswith((".yaml", ".yml")) and not Path(spec).exists())):
+        return Path(spec), None
+    if not rev:
+        raise InputError(f"target {spec!r}: nothing after '@'; expected FILE@REV with REV a branch, tag or commit")
+    return Path(head), rev
 
 
 def resolve_targets(specs: list[str]) -> list[Target]:
