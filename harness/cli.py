@@ -1,4 +1,4 @@
-"""`harness run | serve | targets | install`: the command line, and its exit codes.
+"""`harness run | diff | serve | targets | install`: the command line, and its exit codes.
 
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
@@ -34,6 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
 
+    diff = sub.add_parser("diff", help="run scenarios through a baseline and a candidate; fail on regressions")
+    diff.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
+    diff.add_argument("--baseline", "-b", required=True, metavar="T1", help="the target as it is (e.g. main)")
+    diff.add_argument("--candidate", "-c", required=True, metavar="T2", help="the target with the change")
+    diff.add_argument("--fail-on-unchanged-fail", action="store_true",
+                      help="also fail when a check fails on both sides (default: only regressions and errors fail)")
+    diff.add_argument("--require-fix", action="append", default=[], metavar="SCENARIO",
+                      help="this scenario must fail on the baseline and pass on the candidate; repeatable")
+    diff.add_argument("--report-dir", type=Path, metavar="DIR",
+                      help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
+    diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
+
     serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
@@ -50,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
+        if args.command == "diff":
+            return _diff(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "serve":
             return _serve(args)
         if args.command == "install":
@@ -86,11 +100,54 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
 
 
-def _prepare_report_dir(given: Path | None) -> Path:
+def _diff(args: argparse.Namespace, command: list[str]) -> int:
+    from harness.diff import compare
+    from harness.report import comparison as report
+    from harness.report import console
+    from harness.scenario_file import load_scenarios
+
+    scenarios = load_scenarios(args.paths or [DEFAULT_SCENARIOS])
+    names = {s.name for s in scenarios}
+    for name in args.require_fix:
+        if name not in names:
+            raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
+    baseline, candidate = _one_target(args.baseline, "--baseline"), _one_target(args.candidate, "--candidate")
+    report_dir = _prepare_report_dir(args.report_dir, prefix="diff")
+    progress = None if args.quiet else console.ConsoleProgress()
+    comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
+                         args.fail_on_unchanged_fail, args.require_fix)
+    written = report.write_all(comparison, report_dir, command)
+    written.append(_write_html(comparison, report_dir, command))
+    print(report.table(comparison))
+    evidence = report.details(comparison)
+    if evidence:
+        print()
+        print(evidence)
+    print()
+    print("reports: " + ", ".join(str(p) for p in written) + f", {report_dir / 'journal'}/")
+    return EXIT_DIFFERS if comparison.gate_failures() else EXIT_OK
+
+
+def _write_html(comparison, report_dir: Path, command: list[str]) -> Path:
+    from harness.report import html
+
+    return html.write_comparison(comparison, report_dir / "report.html", command)
+
+
+def _one_target(spec: str, option: str):
+    from harness.targets import resolve_target
+
+    targets = resolve_target(spec)
+    if len(targets) != 1:
+        raise InputError(f"{option} {spec!r} stands for {len(targets)} targets ({', '.join(t.name for t in targets)}); name one")
+    return targets[0]
+
+
+def _prepare_report_dir(given: Path | None, prefix: str = "run") -> Path:
     """Create (and prove writable) the report folder before any agent runs."""
     if given is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        report_dir = DEFAULT_REPORTS / f"run-{stamp}-{os.getpid()}"
+        report_dir = DEFAULT_REPORTS / f"{prefix}-{stamp}-{os.getpid()}"
     else:
         report_dir = given
     try:

@@ -1,4 +1,4 @@
-"""`pytest scenarios/`: each scenario × target is a test item with a readable failure.
+"""`pytest scenarios/`: each scenario × target (or baseline → candidate) is a test item with a readable failure.
 
 Registered through the `pytest11` entry point. YAML files inside a folder
 named `scenarios` are collected; a broken one is a collection error (never a
@@ -24,13 +24,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="target to run each scenario against (repeatable; default: reference)")
     group.addoption("--harness-journal-dir", dest="harness_journal_dir", default=None, metavar="DIR",
                     help="keep each scenario run's journal (JSONL) in DIR")
+    group.addoption("--baseline", dest="harness_baseline", default=None, metavar="T1",
+                    help="compare: each scenario runs on T1 and on --candidate; a regression fails the item")
+    group.addoption("--candidate", dest="harness_candidate", default=None, metavar="T2", help="compare: see --baseline")
+    group.addoption("--fail-on-unchanged-fail", dest="harness_fail_on_unchanged_fail", action="store_true",
+                    help="compare: a check failing on both sides fails the item too")
+    group.addoption("--require-fix", dest="harness_require_fix", action="append", default=[], metavar="SCENARIO",
+                    help="compare: this scenario must fail on the baseline and pass on the candidate; repeatable")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from harness.targets import resolve_targets
+    from harness.targets import resolve_target, resolve_targets
 
+    baseline, candidate = config.getoption("harness_baseline"), config.getoption("harness_candidate")
     try:
-        config._harness_targets = resolve_targets(config.getoption("harness_targets") or ["reference"])  # type: ignore[attr-defined]
+        if baseline is None and candidate is None:
+            config._harness_targets = resolve_targets(config.getoption("harness_targets") or ["reference"])  # type: ignore[attr-defined]
+            config._harness_pair = None  # type: ignore[attr-defined]
+            return
+        if baseline is None or candidate is None or config.getoption("harness_targets"):
+            raise InputError("compare with both --baseline and --candidate, and without --target")
+        pair = []
+        for option, spec in (("--baseline", baseline), ("--candidate", candidate)):
+            targets = resolve_target(spec)
+            if len(targets) != 1:
+                raise InputError(f"{option} {spec!r} stands for {len(targets)} targets; name one")
+            pair.append(targets[0])
+        config._harness_targets = []  # type: ignore[attr-defined]
+        config._harness_pair = tuple(pair)  # type: ignore[attr-defined]
     except InputError as exc:
         raise pytest.UsageError(f"harness: {exc}") from None
 
@@ -49,6 +70,10 @@ class ScenarioFile(pytest.File):
             scenario = load_scenario(self.path)
         except InputError as exc:
             raise self.CollectError(str(exc)) from None
+        pair = self.config._harness_pair  # type: ignore[attr-defined]
+        if pair is not None:
+            name = f"{scenario.name}[{pair[0].name} → {pair[1].name}]"
+            yield ComparisonItem.from_parent(self, name=name, scenario=scenario, baseline=pair[0], candidate=pair[1])
         for target in self.config._harness_targets:  # type: ignore[attr-defined]
             yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{target.name}]", scenario=scenario, target=target)
 
@@ -84,3 +109,43 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"scenario {self.scenario.name} · target {self.target.name}"
+
+
+class GateFailure(Exception):
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
+class ComparisonItem(pytest.Item):
+    """One scenario through baseline and candidate; fails on what `harness diff` would fail on."""
+
+    def __init__(self, *, scenario, baseline, candidate, **kwargs):
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.baseline = baseline
+        self.candidate = candidate
+
+    def runtest(self) -> None:
+        import tempfile
+
+        from harness.diff import compare
+        from harness.report import comparison as report
+
+        required = [n for n in self.config.getoption("harness_require_fix") if n == self.scenario.name]
+        journal_dir = self.config.getoption("harness_journal_dir")
+        with tempfile.TemporaryDirectory(prefix="harness-compare-") as scratch:
+            folder = Path(journal_dir) / self.scenario.name if journal_dir else Path(scratch)
+            result = compare([self.scenario], self.baseline, self.candidate, folder,
+                             fail_on_unchanged_fail=self.config.getoption("harness_fail_on_unchanged_fail"),
+                             required_fixes=required)
+        if result.gate_failures():
+            raise GateFailure(report.table(result) + "\n\n" + report.details(result))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, GateFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"scenario {self.scenario.name} · {self.baseline.name} → {self.candidate.name}"

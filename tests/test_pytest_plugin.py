@@ -75,3 +75,31 @@ def test_journals_are_kept_when_asked(pytester, library):
     result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--harness-journal-dir", "journals")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "journals" / "sky__reference.jsonl").read_text().count("\n") == 2
+
+
+def test_compare_entry_point_fails_an_item_per_scenario_with_a_regression(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "-p", "no:cacheprovider", "--baseline", "reference",
+                                           "--candidate", "reference:drop-append-on-resume")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*✗ regression: sky · appended_exactly_once (pass → fail, from step 2 (retry))",
+        "*occurrences by request: 1 → 0",
+        "FAILED scenarios/sky.yaml::sky[[]reference → reference:drop-append-on-resume[]]*",
+    ])
+
+
+def test_compare_entry_point_passes_fixes_and_proves_required_ones_under_xdist(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "-n", "2", "-p", "no:cacheprovider",
+                                           "--baseline", "reference:drop-append-on-resume", "--candidate", "reference",
+                                           "--require-fix", "sky")
+    result.assert_outcomes(passed=2)
+    unproven = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider",
+                                             "--baseline", "reference", "--candidate", "reference", "--require-fix", "sky")
+    unproven.assert_outcomes(failed=1)
+    unproven.stdout.fnmatch_lines(["*required fix missing: sky must fail on the baseline*"])
+
+
+def test_compare_needs_both_sides_and_no_target(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios", "--baseline", "reference", "--target", "reference")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*harness: compare with both --baseline and --candidate, and without --target*"])
