@@ -12,12 +12,22 @@ WORKERS ?= auto
 CLAUDE_CODE_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
 CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
 
-.PHONY: install tools run test clean
+# Root installs system packages directly; anyone else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install tools browser run test clean
 
 install: $(STAMP)
 
 tools: install
 	$(BIN)/harness install
+
+# Debian's Chromium and ChromeDriver: the HTML report is tested in a real headless browser.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver for the HTML report's browser test"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +47,7 @@ run: tools
 	$(BIN)/harness run scenarios/claude-code-auto-compaction --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' || status=$$?; \
 	exit $$status
 
-test: tools
+test: tools browser
 	$(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider
 
 clean:
