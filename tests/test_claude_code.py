@@ -266,3 +266,34 @@ def test_the_readme_table_says_what_the_measured_expectations_say():
             failing = {c for c in scenario.checks if scenario.expected_verdict(name, c) == "fail"}
             said = set() if cell == "pass" else {SHORT[word.strip()] for word in cell.split(",")}
             assert said == failing, (path.stem, name, cell)
+
+
+# ---------------------------------------------------------------------------------------- the merge gate on the real CLI
+
+
+def test_the_seeds_fix_as_a_diff_on_the_real_cli(tmp_path):
+    """The seed's change (the text on every launch, not the first only) fixes identity and appended text on
+    2.1.236; its prefix stays broken on both sides (the 1M-context model name), which the gate does not blame on it."""
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "harness", "diff", str(SUITE / "wrong-answer-then-retry.yaml"), "-q"]
+    fixed = subprocess.run([*args, "--baseline", f"claude-code@{OLDER}+append-first-launch-only",
+                            "--candidate", f"claude-code@{OLDER}+append-every-launch", "--report-dir", str(tmp_path / "fix"),
+                            "--require-fix", "cc-wrong-answer-then-retry"], capture_output=True, text=True, timeout=300)
+    assert fixed.returncode == 1, fixed.stdout  # required fix: the candidate must pass *every* check, and prefix still fails
+    data = json.loads((tmp_path / "fix" / "comparison.json").read_text())
+    changes = {check: v["change"] for check, v in data["scenarios"][0]["checks"].items()}
+    assert changes == {"identity_stable": "fix", "appended_exactly_once": "fix", "prefix_stable": "unchanged-fail",
+                       "history_preserved": "unchanged-pass"}
+    assert data["gate_failures"] == ["required fix missing: cc-wrong-answer-then-retry must fail on the baseline and pass "
+                                     "on the candidate (the candidate does not pass it)"]
+    report = (tmp_path / "fix" / "report.html").read_text()
+    assert 'class="first-diff"' in report and "(1M context)" in report
+
+    broken = subprocess.run([*args, "--baseline", f"claude-code@{PINNED}+append-every-launch",
+                             "--candidate", f"claude-code@{OLDER}+append-every-launch", "--report-dir", str(tmp_path / "old")],
+                            capture_output=True, text=True, timeout=300)
+    assert broken.returncode == 1
+    assert "✗ regression: cc-wrong-answer-then-retry · prefix_stable (pass → fail, from step 2 (retry))" in broken.stdout
+    assert "Opus 5⟦ ⟧(1M context)" in broken.stdout  # the evidence: which byte moved
