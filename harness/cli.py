@@ -90,14 +90,18 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     progress = None if args.quiet else console.ConsoleProgress()
     results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     written = write_reports(results, report_dir, command)
-    print(console.table(results))
-    details = console.failure_details(results)
+    _print_outcome(console.table(results), console.failure_details(results), written, report_dir)
+    return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
+
+
+def _print_outcome(table: str, details: str, written: list[Path], report_dir: Path) -> None:
+    """The verdict table, the evidence for what went wrong, and where the reports are."""
+    print(table)
     if details:
         print()
         print(details)
     print()
     print("reports: " + ", ".join(str(p) for p in written) + f", {report_dir / 'journal'}/")
-    return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
 
 
 def _diff(args: argparse.Namespace, command: list[str]) -> int:
@@ -118,13 +122,7 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
                          args.fail_on_unchanged_fail, args.require_fix)
     written = report.write_all(comparison, report_dir, command)
     written.append(_write_html(comparison, report_dir, command))
-    print(report.table(comparison))
-    evidence = report.details(comparison)
-    if evidence:
-        print()
-        print(evidence)
-    print()
-    print("reports: " + ", ".join(str(p) for p in written) + f", {report_dir / 'journal'}/")
+    _print_outcome(report.table(comparison), report.details(comparison), written, report_dir)
     return EXIT_DIFFERS if comparison.gate_failures() else EXIT_OK
 
 
