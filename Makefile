@@ -15,7 +15,10 @@ CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/
 # Root installs system packages directly; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install tools browser run test clean
+# The flakiness budget: the clean reference through the whole library, this many times, under -n 2.
+SOAK_ROUNDS ?= 50
+
+.PHONY: install tools browser run test soak clean
 
 install: $(STAMP)
 
@@ -49,6 +52,10 @@ run: tools
 
 test: tools browser
 	$(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider
+
+# Every round is its own pytest item; one failure fails the target (not part of make test).
+soak: install
+	$(BIN)/python -m pytest scenarios -n 2 -p no:cacheprovider -q --target reference --harness-repeat $(SOAK_ROUNDS)
 
 clean:
 	rm -rf $(VENV) .tools reports/run-* reports/latest

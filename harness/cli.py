@@ -3,13 +3,16 @@
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
 unwritable report folder), reported as one line naming where and what.
+130: stopped by Ctrl-C or SIGTERM; the reports written say the run is incomplete.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +20,7 @@ from typing import Sequence
 from harness.errors import InputError
 
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
 DEFAULT_SCENARIOS = "scenarios"
 DEFAULT_REPORTS = Path("reports")
 
@@ -57,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt  # a CI job cancelled: the same orderly stop as Ctrl-C
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("run", "diff"):
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         if args.command == "run":
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
@@ -91,6 +101,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     written = write_reports(results, report_dir, command)
     _print_outcome(console.table(results), console.failure_details(results), written, report_dir)
+    if any(r.interrupted for r in results):
+        return EXIT_INTERRUPTED
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
 
 
@@ -107,6 +119,7 @@ def _print_outcome(table: str, details: str, written: list[Path], report_dir: Pa
 def _diff(args: argparse.Namespace, command: list[str]) -> int:
     from harness.diff import compare
     from harness.report import comparison as report
+    from harness.runner import Interrupted
     from harness.report import console
     from harness.scenario_file import load_scenarios
 
@@ -118,8 +131,15 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
     baseline, candidate = _one_target(args.baseline, "--baseline"), _one_target(args.candidate, "--candidate")
     report_dir = _prepare_report_dir(args.report_dir, prefix="diff")
     progress = None if args.quiet else console.ConsoleProgress()
-    comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
-                         args.fail_on_unchanged_fail, args.require_fix)
+    try:
+        comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
+                             args.fail_on_unchanged_fail, args.require_fix)
+    except Interrupted as stop:
+        note = f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}; no comparison was made\n"
+        (report_dir / "summary.md").write_text(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n")
+        (report_dir / "comparison.json").write_text(json.dumps({"interrupted": True, "error": stop.result.error}) + "\n")
+        print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
+        return EXIT_INTERRUPTED
     written = report.write_all(comparison, report_dir, command)
     written.append(_write_html(comparison, report_dir, command))
     _print_outcome(report.table(comparison), report.details(comparison), written, report_dir)

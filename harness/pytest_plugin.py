@@ -24,6 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="target to run each scenario against (repeatable; default: reference)")
     group.addoption("--harness-journal-dir", dest="harness_journal_dir", default=None, metavar="DIR",
                     help="keep each scenario run's journal (JSONL) in DIR")
+    group.addoption("--harness-repeat", dest="harness_repeat", type=int, default=1, metavar="N",
+                    help="run each scenario × target N times, each a separate item (a flakiness budget: make soak)")
     group.addoption("--baseline", dest="harness_baseline", default=None, metavar="T1",
                     help="compare: each scenario runs on T1 and on --candidate; a regression fails the item")
     group.addoption("--candidate", dest="harness_candidate", default=None, metavar="T2", help="compare: see --baseline")
@@ -38,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     baseline, candidate = config.getoption("harness_baseline"), config.getoption("harness_candidate")
     try:
+        if config.getoption("harness_repeat") < 1:
+            raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
         if baseline is None and candidate is None:
             config._harness_targets = resolve_targets(config.getoption("harness_targets") or ["reference"])  # type: ignore[attr-defined]
             config._harness_pair = None  # type: ignore[attr-defined]
@@ -74,8 +78,11 @@ class ScenarioFile(pytest.File):
         if pair is not None:
             name = f"{scenario.name}[{pair[0].name} → {pair[1].name}]"
             yield ComparisonItem.from_parent(self, name=name, scenario=scenario, baseline=pair[0], candidate=pair[1])
+        repeat = self.config.getoption("harness_repeat")
         for target in self.config._harness_targets:  # type: ignore[attr-defined]
-            yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{target.name}]", scenario=scenario, target=target)
+            for round_ in range(1, repeat + 1):
+                label = target.name if repeat == 1 else f"{target.name}·{round_}/{repeat}"
+                yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{label}]", scenario=scenario, target=target)
 
 
 class ScenarioMismatch(Exception):

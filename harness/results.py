@@ -59,6 +59,7 @@ class RunResult:
     journal: str | None = None
     workspace: str | None = None  # kept HOME and working folder (--keep-workspace)
     duration_s: float = 0.0
+    interrupted: bool = False  # the harness was stopped (Ctrl-C, SIGTERM) during or before this run
 
     @property
     def as_expected(self) -> bool:

@@ -7,6 +7,7 @@ an error whose checks are not judged, never a pass.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -18,7 +19,7 @@ from typing import Protocol, Sequence
 from harness import workdir
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import OUTBOUND, Exchange
+from harness.fakeapi.exchange import OUTBOUND, Exchange, redact_text
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.process import run_process, tail
@@ -32,6 +33,14 @@ class Progress(Protocol):
     def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None: ...
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None: ...
     def run_finished(self, result: RunResult) -> None: ...
+
+
+class Interrupted(Exception):
+    """The harness was stopped mid-run; carries the partial result, already marked and judged as an error."""
+
+    def __init__(self, result: RunResult):
+        super().__init__(result.error)
+        self.result = result
 
 
 class SilentProgress:
@@ -58,14 +67,28 @@ def run_matrix(
 ) -> list[RunResult]:
     progress = progress or SilentProgress()
     pairs = [(s, t) for s in scenarios for t in targets]
-    results = []
+    results: list[RunResult] = []
     for number, (scenario, target) in enumerate(pairs, 1):
         progress.run_started(scenario, target, number, len(pairs))
         journal_path = journal_dir / journal_name(scenario, target) if journal_dir else None
-        result = run_scenario(scenario, target, journal_path, progress, keep_workspace)
+        try:
+            result = run_scenario(scenario, target, journal_path, progress, keep_workspace)
+        except Interrupted as stop:
+            results.append(stop.result)
+            results += [not_run(s, t) for s, t in pairs[number:]]
+            return results
         progress.run_finished(result)
         results.append(result)
     return results
+
+
+def not_run(scenario: Scenario, target: Target) -> RunResult:
+    """A planned run the harness was stopped before: listed in every report, never counted as a verdict."""
+    result = RunResult(scenario=scenario.name, target=target.name, status=ERROR, interrupted=True,
+                       scenario_path=str(scenario.path) if scenario.path else None,
+                       error="not run: the harness was interrupted before this run")
+    result.checks = judge(scenario, target, [], result.error)
+    return result
 
 
 def run_scenario(
@@ -89,6 +112,7 @@ def run_scenario(
         scenario_path=str(scenario.path) if scenario.path else None,
         journal=str(journal_path) if journal_path else None,
     )
+    stopped = False
     try:
         with FakeAPIServer(api) as server:
             session_id: str | None = None
@@ -103,6 +127,12 @@ def run_scenario(
                 if step_result.error:
                     result.error = f"step {step.index} ({step.kind}): {step_result.error}"
                     break
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the CLI
+        stopped = True
+        step = scenario.steps[len(result.steps)] if len(result.steps) < len(scenario.steps) else scenario.steps[-1]
+        result.error = (f"interrupted during step {step.index} ({step.kind}): the run is incomplete; "
+                        f"the journal keeps the {len(journal.exchanges())} request(s) it saw")
+        result.interrupted = True
     finally:
         journal.close()
         if keep_workspace:
@@ -112,7 +142,18 @@ def run_scenario(
     result.checks = judge(scenario, target, journal.exchanges(), result.error)
     result.status = _status(result)
     result.duration_s = time.monotonic() - started
+    if stopped:
+        raise Interrupted(result)
     return result
+
+
+def _kill_step_group(pid: int | None) -> None:
+    """The step's process group (each step starts its own session), so nothing outlives an interrupted run."""
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _run_step(
@@ -163,6 +204,9 @@ def _run_step(
             argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
             on_start=api.set_step_pid,
         )
+    except KeyboardInterrupt:
+        _kill_step_group(api.step_pid)
+        raise
     finally:
         script = api.end_step()
     exchanges = journal.for_step(step.index)
@@ -177,8 +221,8 @@ def _run_step(
     result.pids = sorted({e.pid for e in exchanges if e.pid is not None})
     result.unforeseen = sum(1 for e in exchanges if e.unforeseen)
     result.unused_turns = script.unused_turns if script else 0
-    result.stdout_tail = tail(stdout_path)
-    result.stderr_tail = tail(stderr_path)
+    result.stdout_tail = redact_text(tail(stdout_path))  # reports quote these: no credential an agent printed
+    result.stderr_tail = redact_text(tail(stderr_path))
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
     outbound = [e for e in exchanges if e.klass == OUTBOUND]
@@ -200,7 +244,7 @@ def _run_step(
     if new_id is None and step.kind == "launch":
         result.error = (
             f"could not read the session id ({target.session_id.describe()}) from the launch; "
-            f"stdout ends with: {tail(stdout_path, 300)!r}"
+            f"stdout ends with: {redact_text(tail(stdout_path, 300))!r}"
         )
         return result, session_id
     result.session_id = new_id or session_id

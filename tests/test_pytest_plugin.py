@@ -103,3 +103,11 @@ def test_compare_needs_both_sides_and_no_target(pytester, library):
     result = pytester.runpytest_subprocess("scenarios", "--baseline", "reference", "--target", "reference")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*harness: compare with both --baseline and --candidate, and without --target*"])
+
+
+def test_repeat_makes_each_round_its_own_item(pytester, library):
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "-v", "--harness-repeat", "3")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*sky[[]reference·1/3[]] PASSED*", "*sky[[]reference·3/3[]] PASSED*"])
+    bad = pytester.runpytest_subprocess("scenarios", "--harness-repeat", "0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR

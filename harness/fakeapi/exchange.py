@@ -51,6 +51,24 @@ def redact_query(query: str) -> str:
     return _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}", query)
 
 
+# Credentials as they show up in free text an agent prints (its stdout and stderr end up in
+# reports); only the part named `secret` is replaced, so the words around it stay readable.
+_SECRET_TEXT = (
+    re.compile(r"(?i)\b(?:bearer|basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"),
+    re.compile(r"(?P<secret>\bsk-[A-Za-z0-9_-]{12,})"),
+    re.compile(r"(?i)\b(?:authorization|x-api-key|api-key|x-goog-api-key|cookie)\s*[:=]\s*(?P<secret>[^\n]+)"),
+    re.compile(r"(?i)[?&](?:(?:api[_-]?)?key|(?:access_)?token|secret)=(?P<secret>[^&\s\"']+)"),
+    re.compile(r"://[^/\s:@]+:(?P<secret>[^@\s/]+)@"),  # user:password@host
+)
+
+
+def redact_text(text: str) -> str:
+    """Free text with credentials replaced."""
+    for pattern in _SECRET_TEXT:
+        text = pattern.sub(lambda m: m.group(0)[: m.start("secret") - m.start()] + REDACTED + m.group(0)[m.end("secret") - m.start():], text)
+    return text
+
+
 @dataclass
 class Exchange:
     seq: int

@@ -50,6 +50,9 @@ def table(results: list[RunResult]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     total = counts(results)
     lines.append("")
+    stopped = sum(1 for r in results if r.interrupted)
+    if stopped:
+        lines.append(f"INTERRUPTED: {stopped} of {len(results)} runs incomplete or not run; the verdicts above are not a result")
     lines.append(
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, {total['errors']} errors"
         "  (`!` marks a verdict that differs from the scenario's expectation)"

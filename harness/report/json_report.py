@@ -16,6 +16,7 @@ def document(results: list[RunResult], command: list[str]) -> dict:
         "harness_version": harness.__version__,
         "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
+        "interrupted": any(r.interrupted for r in results),  # true: the harness was stopped, the record is incomplete
         "summary": counts(results),
         "runs": [r.to_json() for r in results],
     }

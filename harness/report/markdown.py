@@ -11,8 +11,12 @@ from harness.results import ERROR, RunResult
 def render(results: list[RunResult]) -> str:
     total = counts(results)
     ok = total["as_expected"] == total["runs"]
+    stopped = [r for r in results if r.interrupted]
+    heading = "all verdicts as expected" if ok else "verdicts differ from expectations"
+    if stopped:
+        heading = f"INTERRUPTED: {len(stopped)} of {len(results)} runs incomplete or not run; this is not a result"
     lines = [
-        "# harness: " + ("all verdicts as expected" if ok else "verdicts differ from expectations"),
+        "# harness: " + heading,
         "",
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, "
         f"{total['errors']} errors. `!` marks a verdict that differs from the scenario's expectation.",
