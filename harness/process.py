@@ -36,13 +36,15 @@ def run_process(
     stdout_path: Path,
     stderr_path: Path,
     on_start: Callable[[int], None] = lambda pid: None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
+    """`pass_fds`: descriptors the process inherits beyond stdio (harness/netns.py's handshake with its launcher)."""
     started = time.monotonic()
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         try:
             proc = subprocess.Popen(
                 list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True,
+                start_new_session=True, pass_fds=tuple(pass_fds),
             )
         except OSError as exc:
             return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")

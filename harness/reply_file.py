@@ -9,12 +9,30 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.scenario import STOP_REASONS, ApiError, Block, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.errors import InputError
+from harness.fakeapi.protocols import anthropic
+from harness.fakeapi.script import DEFAULT_REPLY, blocks_of
+from harness.scenario import (
+    FAULT_KINDS,
+    MAX_FAULT_SECONDS,
+    STOP_REASONS,
+    ApiError,
+    Block,
+    Fault,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Turn,
+    Usage,
+)
 from harness.validation import Reader, quote_hint
 from harness.yamlsource import LocatedDict, LocatedList, child_path, describe, item_path, unknown_key_error
 
-_TURN_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason", "error")
-_ERROR_KEYS = ("status", "type", "message")
+_CONTENT_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason")
+_TURN_KEYS = (*_CONTENT_KEYS, "error", "fault")
+_ERROR_KEYS = ("status", "type", "message", "retry_after")
+# The settings of each fault kind besides `kind` (all required).
+_FAULT_SETTINGS = {"cut_stream": ("after_events",), "reset": (), "slow_first_byte": ("seconds",), "malformed_sse": ()}
 _BLOCK_KEYS = ("text", "thinking", "tool_use")
 _TOOL_USE_KEYS = ("name", "input", "id")
 # The provider's own error type for each status, so an agent's error handling sees what it would in the field.
@@ -77,8 +95,21 @@ class ReplyReader(Reader):
             )
         m = value
         self.known_keys(m, _TURN_KEYS, where)
+        if "error" in m and "fault" in m:
+            raise self.error(
+                "a turn has 'error' (an HTTP error reply) or 'fault' (a broken transport), not both",
+                m.key_line("fault"),
+                where,
+            )
         if "error" in m:
             return self.error_turn(m, where)
+        if "fault" in m:
+            return self.fault_turn(m, where)
+        blocks, usage, stop_reason = self.content(m, where)
+        return Turn(blocks=blocks, usage=usage, stop_reason=stop_reason)
+
+    def content(self, m: LocatedDict, where: str) -> tuple[tuple[Block, ...], Usage | None, str | None]:
+        """The blocks, usage and stop reason of a turn mapping; at least one block."""
         blocks: list[Block] = []
         if "content" in m:
             mixed = [k for k in ("text", "thinking", "tool_use") if k in m]
@@ -120,10 +151,97 @@ class ReplyReader(Reader):
                 raise self.error(
                     f"expected one of {', '.join(STOP_REASONS)}, got {stop_reason!r}", m.key_line("stop_reason"), sr_where
                 )
-        return Turn(blocks=tuple(blocks), usage=usage, stop_reason=stop_reason)
+        return tuple(blocks), usage, stop_reason
+
+    def fault_turn(self, m: LocatedDict, where: str) -> Turn:
+        """A turn `fault: {kind, ...}`, with the content the faulted reply carries (reset: none).
+
+        cut_stream and malformed_sse default to the fake API's default text; slow_first_byte delivers a
+        complete reply, so the scenario must say what it is; a reset sends nothing, so it takes no content.
+        """
+        fault_where = child_path(where, "fault")
+        fault = self.fault(m["fault"], m.key_line("fault"), fault_where)
+        given = [k for k in m if k != "fault"]
+        if fault.kind == "reset":
+            if given:
+                raise self.error(
+                    f"a reset fault sends no byte of a reply: {', '.join(repr(k) for k in given)} would never be sent",
+                    m.key_line(given[0]),
+                    where,
+                )
+            return Turn(blocks=(), fault=fault)
+        if not given:
+            if fault.kind == "slow_first_byte":
+                raise self.error(
+                    "a slow_first_byte fault delivers a complete reply after its delay: give it text, thinking, "
+                    "tool_use or content beside 'fault'",
+                    m.line,
+                    where,
+                )
+            blocks: tuple[Block, ...] = (TextBlock(DEFAULT_REPLY),)
+            usage, stop_reason = None, None
+        else:
+            blocks, usage, stop_reason = self.content(m, where)
+        if fault.kind == "cut_stream":
+            events = anthropic.stream_event_names(blocks_of(Turn(blocks=blocks)))
+            if fault.after_events > len(events):
+                raise self.error(
+                    f"expected at most {len(events)}: this turn streams {len(events)} events "
+                    f"({', '.join(events)}), got {fault.after_events}",
+                    m["fault"].key_line("after_events"),
+                    child_path(fault_where, "after_events"),
+                )
+        return Turn(blocks=blocks, usage=usage, stop_reason=stop_reason, fault=fault)
+
+    def fault(self, value: Any, line: int | None, where: str) -> Fault:
+        kinds = ", ".join(FAULT_KINDS)
+        if isinstance(value, str) and value in FAULT_KINDS:
+            raise self.error(
+                f"expected a mapping with 'kind' ({kinds}), got {describe(value)}; write '{{kind: {value}}}'", line, where
+            )
+        f = self.mapping(value, line, where, f"a mapping with 'kind' ({kinds}) and the kind's settings")
+        kind_value = self.require(f, "kind", where)
+        kind_where = child_path(where, "kind")
+        if not isinstance(kind_value, str):
+            raise self.error(f"expected a fault kind ({kinds}), got {describe(kind_value)}", f.key_line("kind"), kind_where)
+        if kind_value not in FAULT_KINDS:
+            raise unknown_key_error(
+                kind_value, FAULT_KINDS, self.path, f.key_line("kind"), kind_where, what="fault kind", listing="known kinds"
+            )
+        kind = kind_value
+        settings = _FAULT_SETTINGS[kind]
+        for key in f:
+            if key == "kind" or key in settings:
+                continue
+            if any(key in other for other in _FAULT_SETTINGS.values()):
+                takes = ", ".join(("kind", *settings))
+                raise self.error(f"{key!r} is not a setting of a {kind} fault (it takes: {takes})", f.key_line(key), where)
+            raise unknown_key_error(key, ("kind", *settings), self.path, f.key_line(key), where)
+        for key in settings:
+            self.require(f, key, where)
+        if kind == "cut_stream":
+            n = f["after_events"]
+            n_where = child_path(where, "after_events")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise self.error(
+                    f"expected a positive integer (events sent before the cut), got {describe(n)}",
+                    f.key_line("after_events"),
+                    n_where,
+                )
+            return Fault(kind, after_events=int(n))
+        if kind == "slow_first_byte":
+            seconds = self.positive_number(f["seconds"], f.key_line("seconds"), child_path(where, "seconds"))
+            if seconds > MAX_FAULT_SECONDS:
+                raise self.error(
+                    f"expected at most {MAX_FAULT_SECONDS:g} seconds, got {seconds:g}",
+                    f.key_line("seconds"),
+                    child_path(where, "seconds"),
+                )
+            return Fault(kind, seconds=seconds)
+        return Fault(kind)
 
     def error_turn(self, m: LocatedDict, where: str) -> Turn:
-        """A turn `error: {status, type, message}`: the fake API answers this one request with an HTTP error."""
+        """A turn `error: {status, type, message, retry_after}`: the fake API answers this one request with an HTTP error."""
         others = [k for k in m if k != "error"]
         if others:
             raise self.error(
@@ -134,15 +252,28 @@ class ReplyReader(Reader):
         return Turn(blocks=(), error=self.api_error(m["error"], m.key_line("error"), child_path(where, "error")))
 
     def api_error(self, value: Any, line: int | None, where: str) -> ApiError:
-        e = self.mapping(value, line, where, f"a mapping with {', '.join(_ERROR_KEYS)}")
-        self.known_keys(e, _ERROR_KEYS, where)
+        e = self.mapping(value, line, where, "a mapping with status, type, message")
+        for key in e:
+            if key not in _ERROR_KEYS:
+                message = unknown_key_error(key, _ERROR_KEYS, self.path, e.key_line(key), where).message
+                # the error shape's own keys first, then the header's
+                message = message.replace("message, retry_after, status, type", "message, status, type, retry_after")
+                raise InputError(message, self.path, e.key_line(key))
         status = self.require(e, "status", where)
         status_where = child_path(where, "status")
         if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
             raise self.error(f"expected an HTTP error status (400-599), got {describe(status)}", e.key_line("status"), status_where)
         kind = self.optional_string(e, "type", where, non_empty=True) or _DEFAULT_ERROR_TYPES.get(status, "api_error")
         message = self.optional_string(e, "message", where, non_empty=True) or f"scripted error {status} from the harness"
-        return ApiError(int(status), kind, message)
+        retry_after = None
+        if "retry_after" in e:
+            value, ra_where = e["retry_after"], child_path(where, "retry_after")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise self.error(
+                    f"expected a non-negative number of seconds, got {describe(value)}", e.key_line("retry_after"), ra_where
+                )
+            retry_after = value if isinstance(value, float) else int(value)
+        return ApiError(int(status), kind, message, retry_after)
 
     def block(self, value: Any, line: int | None, where: str) -> Block:
         expected = "a content block: a mapping with one key, text, thinking or tool_use"

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from harness import workdir
+from harness import netns, workdir
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.exchange import OUTBOUND, Exchange, redact_text
@@ -121,7 +121,7 @@ def run_scenario(
             except workdir.WorkdirError as exc:
                 result.error = f"preparing the git working directory: {exc}"
             for step in scenario.steps if not result.error else ():
-                step_result, session_id = _run_step(scenario, target, step, api, journal, server.base_url, workspace, session_id)
+                step_result, session_id = _run_step(scenario, target, step, api, journal, server, workspace, session_id)
                 result.steps.append(step_result)
                 progress.step_finished(scenario, target, step_result)
                 if step_result.error:
@@ -162,11 +162,12 @@ def _run_step(
     step: Step,
     api: FakeModelAPI,
     journal: Journal,
-    base_url: str,
+    server: FakeAPIServer,
     workspace: Workspace,
     session_id: str | None,
 ) -> tuple[StepResult, str | None]:
     result = StepResult(index=step.index, kind=step.kind)
+    base_url = server.base_url
     template = target.command_for(step.kind)
     if template is None:
         result.error = f"target {target.name!r} has no command for a {step.kind!r} step"
@@ -200,15 +201,20 @@ def _run_step(
     stderr_path = workspace.logs / f"step-{step.index}.stderr"
     api.begin_step(step)
     try:
-        outcome = run_process(
-            argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
-            on_start=api.set_step_pid,
-        )
+        # Its own network namespace: the fake API at the same base URL, nothing else (harness/netns.py).
+        with netns.isolated_step(argv, server) as isolation:
+            outcome = run_process(
+                isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
+                on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
+            )
     except KeyboardInterrupt:
         _kill_step_group(api.step_pid)
         raise
     finally:
         script = api.end_step()
+    if isolation.error and not outcome.launch_error:
+        outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
+    result.notes.extend(isolation.notes)
     exchanges = journal.for_step(step.index)
     stdout = stdout_path.read_text(encoding="utf-8", errors="replace") if stdout_path.exists() else ""
     result.exit_code = outcome.exit_code

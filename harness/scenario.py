@@ -18,6 +18,9 @@ STEP_KINDS = ("launch", "resume", "retry", "compact")
 WORKDIR_KINDS = ("plain", "git")
 VERDICTS = ("pass", "fail")
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal")
+# What a `fault:` turn can do to the transport of one reply (harness/fakeapi/faults.py says what goes on the wire).
+FAULT_KINDS = ("cut_stream", "reset", "slow_first_byte", "malformed_sse")
+MAX_FAULT_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,33 @@ class ApiError:
     status: int
     type: str
     message: str
+    retry_after: float | None = None  # seconds; None: "0" on 429 and 529, no header otherwise
+
+    @property
+    def retry_after_header(self) -> str | None:
+        """The `retry-after` value sent with this error, if any (whole seconds as integers, else up to ms)."""
+        seconds = self.retry_after
+        if seconds is None:
+            return "0" if self.status in (429, 529) else None
+        if float(seconds).is_integer():
+            return str(int(seconds))
+        return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A transport fault the fake API injects into one reply instead of answering it cleanly."""
+
+    kind: str  # one of FAULT_KINDS
+    after_events: int | None = None  # cut_stream: SSE events sent before the connection is closed
+    seconds: float | None = None  # slow_first_byte: silence before the first byte (headers included)
+
+    def describe(self) -> str:
+        if self.kind == "cut_stream":
+            return f"cut_stream after {self.after_events} events"
+        if self.kind == "slow_first_byte":
+            return f"slow_first_byte {self.seconds:g}s"
+        return self.kind
 
 
 @dataclass(frozen=True)
@@ -68,6 +98,7 @@ class Turn:
     usage: Usage | None = None
     stop_reason: str | None = None  # None: "tool_use" if any tool_use block, else "end_turn"
     error: ApiError | None = None  # set: the reply is this error, and blocks is empty
+    fault: Fault | None = None  # set: blocks (if any) are what the faulted reply starts to send
 
     @property
     def effective_stop_reason(self) -> str:
@@ -92,8 +123,12 @@ class Step:
 
     @property
     def scripts_an_error(self) -> bool:
-        """The scenario foresees that this step's agent process fails (a non-zero exit is then not a run error)."""
-        return self.error is not None or any(turn.error is not None for turn in self.turns)
+        """The scenario foresees that this step's agent process may fail (a non-zero exit is then not a run error).
+
+        True for a step `error`, a turn `error` and a turn `fault`; the runner still requires that one of them
+        was actually answered (Exchange.scripted_error) before it excuses a non-zero exit.
+        """
+        return self.error is not None or any(turn.error is not None or turn.fault is not None for turn in self.turns)
 
 
 @dataclass(frozen=True)

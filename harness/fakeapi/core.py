@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
-from harness.fakeapi import conversation
+from harness.fakeapi import conversation, faults
 from harness.fakeapi.protocols import anthropic
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
 from harness.scenario import ApiError, Step, Turn
@@ -41,6 +41,7 @@ class HTTPResponse:
     headers: list[tuple[str, str]]
     body: bytes = b""
     chunks: Iterable[bytes] | None = None  # set for streamed replies
+    wire: faults.WireFault | None = None  # a scripted transport fault the server carries out on the socket
 
     def read_all(self) -> bytes:
         return b"".join(self.chunks) if self.chunks is not None else self.body
@@ -149,6 +150,8 @@ class FakeModelAPI:
                 anthropic.estimate_tokens(len(request.body)), blocks, turn_usage, active.step.usage if active else None
             )
             reply = anthropic.build_message(exchange.seq, normalized["model"], blocks, stop_reason, usage)
+            if turn.fault is not None:
+                return self._scripted_fault(exchange, turn, reply)
             exchange.reply = reply.journal_view
             self.journal.append(exchange)
         headers = [("request-id", _request_id(exchange.seq))]
@@ -190,13 +193,26 @@ class FakeModelAPI:
         exchange.status = error.status
         exchange.error = f"scripted {error.status} {error.type}: {error.message}"
         exchange.reply = {"error": {"status": error.status, "type": error.type, "message": error.message}}
+        retry_after = error.retry_after_header
+        if retry_after is not None:  # journaled as the number of seconds the header said
+            exchange.reply["error"]["retry_after"] = int(retry_after) if retry_after.isdigit() else float(retry_after)
         self.journal.append(exchange)
         rid = _request_id(exchange.seq)
         body = anthropic.error_body(error.message, error.type, rid)
         headers = [("content-type", "application/json"), ("request-id", rid)]
-        if error.status in (429, 529):
-            headers.append(("retry-after", "0"))
+        if retry_after is not None:
+            headers.append(("retry-after", retry_after))
         return HTTPResponse(error.status, headers, body=body)
+
+    def _scripted_fault(self, exchange: Exchange, turn: Turn, reply: anthropic.RenderedReply) -> HTTPResponse:
+        """Called with the lock held: journaled as the main request it was, with the fault and what was sent."""
+        faulted = faults.apply(turn.fault, reply, exchange.stream)
+        exchange.status = faulted.status
+        exchange.error = f"scripted fault: {faulted.summary}"
+        exchange.reply = faulted.journal
+        self.journal.append(exchange)
+        headers = [("request-id", _request_id(exchange.seq)), *faulted.headers]
+        return HTTPResponse(faulted.status, headers, body=faulted.body, chunks=faulted.chunks, wire=faulted.wire)
 
     def _count_tokens(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
         try:

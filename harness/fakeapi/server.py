@@ -6,11 +6,16 @@ transfer encoding so connections stay open between requests.
 
 from __future__ import annotations
 
+import select
+import selectors
+import socket
+import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness.fakeapi.core import FakeModelAPI, HTTPRequest
-from harness.fakeapi.peer import pid_of_peer
+from harness.fakeapi.core import FakeModelAPI, HTTPRequest, HTTPResponse
+from harness.fakeapi.peer import NamespaceTables, connections_from, pid_of_peer
 
 LOOPBACK = "127.0.0.1"
 
@@ -49,6 +54,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._peer_pid = pid_of_peer(self.client_address[1], self.server.server_address[1], [api.step_pid or 0])
         request = HTTPRequest(self.command, self.path, list(self.headers.items()), body, self._peer_pid)
         response = self.server.api.handle(request)
+        self._write_response(response)
+
+    def _write_response(self, response: HTTPResponse) -> None:
+        """The response on the socket, with its scripted transport fault (harness/fakeapi/faults.py) if any."""
+        wire = response.wire
+        if wire is not None and wire.delay_s and not self._quiet_for(wire.delay_s):
+            self.close_connection = True  # the client hung up during the silence: nobody to answer
+            return
+        if wire is not None and wire.reset:
+            self._reset()
+            return
+        cut_chunks = wire.cut_after_chunks if wire is not None else None
+        cut_bytes = wire.cut_after_bytes if wire is not None else None
         self.send_response(response.status)
         for name, value in response.headers:
             self.send_header(name, value)
@@ -57,17 +75,51 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("content-length", str(len(response.body)))
                 self.end_headers()
                 if self.command != "HEAD":
-                    self.wfile.write(response.body)
+                    self.wfile.write(response.body if cut_bytes is None else response.body[:cut_bytes])
             else:
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                for chunk in response.chunks:
+                for sent, chunk in enumerate(response.chunks):
+                    if sent == cut_chunks:
+                        break
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
+                if cut_chunks is None:
+                    self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        if cut_chunks is not None or cut_bytes is not None:
+            self.close_connection = True  # closing with the body incomplete is the cut
+
+    def _reset(self) -> None:
+        """Close with SO_LINGER 0: the peer gets a TCP RST, not a FIN, and not one byte of a response."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        # Marked closed now; the descriptor really closes (RST) when finish() closes rfile and wfile,
+        # before socketserver's shutdown(SHUT_WR) could send a FIN (it then fails quietly on the closed socket).
+        self.connection.close()
+
+    def _quiet_for(self, seconds: float) -> bool:
+        """Send nothing for ``seconds``, in this handler thread only; False if the client hung up meanwhile."""
+        deadline = time.monotonic() + seconds
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.connection, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0:
+                if not selector.select(left):
+                    continue
+                try:
+                    pending = self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    return False
+                if not pending:
+                    return False
+                time.sleep(max(0.0, deadline - time.monotonic()))  # a pipelined request waits its turn
+                break
+        return True
 
     def _read_body(self) -> bytes | None:
         if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
@@ -105,6 +157,48 @@ class _Server(ThreadingHTTPServer):
         super().__init__((LOOPBACK, port), _Handler)
 
 
+class _AdoptedListener:
+    """One listening socket handed to the server (FakeAPIServer.adopt_listener), accepted on in a thread of its own."""
+
+    def __init__(self, server: _Server, listener: "socket.socket", tables: NamespaceTables | None):
+        self._server, self._listener, self._tables = server, listener, tables
+        self._closed = threading.Event()
+        listener.setblocking(False)
+        self._thread = threading.Thread(target=self._accept, name="fakeapi-adopted-listener", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        poller = select.poll()
+        poller.register(self._listener, select.POLLIN)
+        while not self._closed.is_set():
+            if not poller.poll(50):
+                continue
+            try:
+                conn, address = self._listener.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                continue
+            except OSError:
+                return
+            conn.setblocking(True)
+            threading.Thread(target=self._serve, args=(conn, address), daemon=True).start()
+
+    def _serve(self, conn: "socket.socket", address: tuple) -> None:
+        """As ThreadingHTTPServer serves its own connections, with peers looked up in the listener's namespace."""
+        with connections_from(self._tables):
+            try:
+                self._server.finish_request(conn, address)
+            except Exception:
+                self._server.handle_error(conn, address)
+            finally:
+                self._server.shutdown_request(conn)
+
+    def close(self) -> None:
+        """Stop accepting, join the accepting thread, close the listener; open connections finish on their own."""
+        self._closed.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+
+
 class FakeAPIServer:
     """Start in a background thread; `with FakeAPIServer(api) as server: server.base_url`."""
 
@@ -129,6 +223,15 @@ class FakeAPIServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    def adopt_listener(self, listener: "socket.socket", tables: NamespaceTables | None = None) -> _AdoptedListener:
+        """Also serve the connections accepted on `listener` (same handler, script and journal) until `.close()`.
+
+        For a step in a network namespace of its own (harness/netns.py): the listener was created
+        there, on 127.0.0.1 at this server's port, and handed over; `tables` are that namespace's
+        TCP tables, where the sending pid of its connections is looked up (harness/fakeapi/peer.py).
+        """
+        return _AdoptedListener(self._server, listener, tables)
 
     def serve_forever(self) -> None:
         """Foreground serving for `harness serve`; returns on KeyboardInterrupt."""

@@ -225,6 +225,34 @@ def render_sse(reply: RenderedReply) -> Iterator[bytes]:
     yield _event("message_stop", {"type": "message_stop"})
 
 
+def event_name(event: bytes) -> str:
+    """The `event:` field of one rendered event."""
+    first = event.split(b"\n", 1)[0].decode()
+    return first.removeprefix("event: ")
+
+
+def stream_event_names(blocks: list[dict[str, Any]]) -> list[str]:
+    """The events a streamed reply with these blocks consists of (their number depends on the content only)."""
+    usage = {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return [event_name(e) for e in render_sse(build_message(0, "model", blocks, "end_turn", usage))]
+
+
+MALFORMED_EVENT = "content_block_delta"  # every block streams at least one
+
+
+def render_sse_malformed(reply: RenderedReply) -> tuple[list[bytes], int]:
+    """The full event sequence, except that the `data:` JSON of the first content_block_delta is cut in half.
+
+    Returns the events and the 0-based position of the broken one. The event keeps its name and its
+    blank-line terminator, so only a client that parses the data notices; the stream ends normally.
+    """
+    events = list(render_sse(reply))
+    index = next(i for i, e in enumerate(events) if event_name(e) == MALFORMED_EVENT)
+    head, data = events[index].decode().rstrip("\n").split("\ndata: ", 1)
+    events[index] = f"{head}\ndata: {data[: len(data) // 2]}\n\n".encode()
+    return events, index
+
+
 def _block_events(index: int, block: dict[str, Any]) -> Iterator[bytes]:
     kind = block["type"]
     if kind == "text":
