@@ -66,3 +66,8 @@ def test_reports_are_uploaded_whatever_happened():
     assert upload["if"] == "always()" and upload["with"]["path"] == "reports/"
     checkout = next(step for step in steps() if str(step.get("uses", "")).startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0  # the base revision must be there to check out
+
+
+def test_the_container_may_create_network_namespaces():
+    container = workflow()["jobs"]["gate"]["container"]
+    assert container["image"].startswith("python:3.11-") and "--privileged" in container["options"]
