@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,14 @@ def served(tmp_path):
     with FakeAPIServer(api) as server:
         yield api, server, path
     journal.close()
+
+
+@pytest.fixture
+def bystander():
+    """A listening socket on the host's 127.0.0.1, standing for anything outside the fake API: nothing may connect to it."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    yield listener
+    listener.close()

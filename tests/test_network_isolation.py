@@ -151,17 +151,6 @@ def seen(result: RunResult, step: int) -> dict:
     return json.loads((home(result) / f"seen-{step}.json").read_text())
 
 
-@pytest.fixture
-def bystander():
-    """A listening socket on the host's loopback, standing for anything outside the fake API."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.setblocking(False)
-    yield listener
-    listener.close()
-
-
 def contacts(listener: socket.socket) -> int:
     count = 0
     while True:

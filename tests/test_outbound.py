@@ -22,17 +22,6 @@ from vocabulary import messages_body, parse, post
 # ============================================================================ 4. outbound traffic
 
 
-@pytest.fixture
-def bystander():
-    """A listening socket on 127.0.0.1 standing for "another host": nothing may ever connect to it."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.setblocking(False)
-    yield listener
-    listener.close()
-
-
 def assert_never_contacted(listener: socket.socket) -> None:
     time.sleep(0.05)
     try:
