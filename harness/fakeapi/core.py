@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
 from harness.fakeapi import conversation, faults
-from harness.fakeapi.protocols import anthropic
+from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
 from harness.scenario import ApiError, Step, Turn
 
@@ -121,6 +121,8 @@ class FakeModelAPI:
             ("POST", "/v1/messages"): self._messages,
             ("POST", "/v1/messages/count_tokens"): self._count_tokens,
             ("GET", "/v1/models"): self._models,
+            ("POST", "/v1/chat/completions"): self._openai_chat,
+            ("POST", "/v1/responses"): self._openai_responses,
         }.get((request.method, path))
         if route is None and request.method == "GET" and path.startswith("/v1/models/"):
             route = self._model
@@ -188,7 +190,7 @@ class FakeModelAPI:
             turn = text_turn(DEFAULT_REPLY)
         return turn
 
-    def _scripted_error(self, exchange: Exchange, error: ApiError) -> HTTPResponse:
+    def _scripted_error(self, exchange: Exchange, error: ApiError, protocol=None) -> HTTPResponse:
         """Called with the lock held: the request is journaled as what it was, answered with the scripted error."""
         exchange.status = error.status
         exchange.error = f"scripted {error.status} {error.type}: {error.message}"
@@ -198,7 +200,10 @@ class FakeModelAPI:
             exchange.reply["error"]["retry_after"] = int(retry_after) if retry_after.isdigit() else float(retry_after)
         self.journal.append(exchange)
         rid = _request_id(exchange.seq)
-        body = anthropic.error_body(error.message, error.type, rid)
+        if protocol is None:
+            body = anthropic.error_body(error.message, error.type, rid)
+        else:  # an OpenAI format: its error shape
+            body = protocol.error_body(error.message, error.type)
         headers = [("content-type", "application/json"), ("request-id", rid)]
         if retry_after is not None:
             headers.append(("retry-after", retry_after))
@@ -213,6 +218,50 @@ class FakeModelAPI:
         self.journal.append(exchange)
         headers = [("request-id", _request_id(exchange.seq)), *faulted.headers]
         return HTTPResponse(faulted.status, headers, body=faulted.body, chunks=faulted.chunks, wire=faulted.wire)
+
+    # ------------------------------------------------------------ OpenAI wire formats
+    # Chat Completions and Responses: same script, classification and journal as /v1/messages;
+    # scripted errors in OpenAI's error shape. Scripted faults are Anthropic-only: here the
+    # reply is given normally and the exchange notes the fault that was not carried out.
+
+    def _openai_chat(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        return self._openai(request, path, query, openai_chat)
+
+    def _openai_responses(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        return self._openai(request, path, query, openai_responses)
+
+    def _openai(self, request: HTTPRequest, path: str, query: str, protocol) -> HTTPResponse:
+        try:
+            normalized = protocol.parse_request(request.body)
+        except anthropic.BadRequest as exc:
+            return self._refuse(request, query, path, exc, protocol)
+        with self._lock:
+            active = self._active
+            klass = self._classify(normalized)
+            exchange = self._new_exchange(request, path, query, klass, 200, active)
+            exchange.protocol = protocol.NAME
+            exchange.normalized = normalized
+            exchange.stream = normalized["stream"]
+            turn = self._choose_turn(exchange, normalized, active)
+            if turn.error is not None:
+                return self._scripted_error(exchange, turn.error, protocol)
+            blocks = blocks_of(turn)
+            usage = resolve_usage(
+                anthropic.estimate_tokens(len(request.body)), blocks, turn.usage, active.step.usage if active else None
+            )
+            reply = protocol.build_reply(exchange.seq, normalized, blocks, turn.effective_stop_reason, usage)
+            if turn.fault is not None:
+                exchange.notes.append(
+                    f"scripted fault not carried out ({turn.fault.describe()}): faults are Anthropic-only; answered normally"
+                )
+            exchange.reply = reply.journal_view
+            self.journal.append(exchange)
+        headers = [("x-request-id", _request_id(exchange.seq))]
+        if normalized["stream"]:
+            headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
+            return HTTPResponse(200, headers, chunks=protocol.render_sse(reply))
+        headers.append(("content-type", "application/json"))
+        return HTTPResponse(200, headers, body=protocol.render_json(reply))
 
     def _count_tokens(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
         try:
@@ -254,13 +303,18 @@ class FakeModelAPI:
             exchange.normalized = normalized
             self.journal.append(exchange)
 
-    def _refuse(self, request: HTTPRequest, query: str, path: str, exc: anthropic.BadRequest) -> HTTPResponse:
+    def _refuse(self, request: HTTPRequest, query: str, path: str, exc: anthropic.BadRequest, protocol=None) -> HTTPResponse:
         with self._lock:
             exchange = self._new_exchange(request, path, query, MALFORMED, exc.status, self._active)
             exchange.error = str(exc)
+            if protocol is not None:
+                exchange.protocol = protocol.NAME
             self.journal.append(exchange)
         rid = _request_id(exchange.seq)
-        body = anthropic.error_body(str(exc), exc.error_type, rid)
+        if protocol is None:
+            body = anthropic.error_body(str(exc), exc.error_type, rid)
+        else:  # an OpenAI format: its error shape
+            body = protocol.refusal_body(exc)
         return HTTPResponse(exc.status, [("content-type", "application/json"), ("request-id", rid)], body=body)
 
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
