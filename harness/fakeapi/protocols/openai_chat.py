@@ -143,11 +143,11 @@ def parse_request(body: bytes) -> dict[str, Any]:
             )
         content = message.get("content")
         if role in ("system", "developer"):
-            system += [{"text": b["text"], "cache_control": None} for b in _content_blocks(content, where, required=True)]
+            system += [{"text": b["text"], "cache_control": None} for b in content_blocks(content, where, required=True)]
         elif role == "user":
-            messages.append({"role": "user", "content": _content_blocks(content, where, required=True)})
+            messages.append({"role": "user", "content": content_blocks(content, where, required=True)})
         elif role == "assistant":
-            blocks = [b for b in _content_blocks(content, where, required=False) if b.get("type") != "text" or b["text"]]
+            blocks = [b for b in content_blocks(content, where, required=False) if b.get("type") != "text" or b["text"]]
             blocks += _tool_uses(message.get("tool_calls"), where)
             if not blocks and "content" not in message:
                 raise BadRequest(f"Missing required parameter: '{where}.content'.", f"{where}.content")
@@ -157,7 +157,7 @@ def parse_request(body: bytes) -> dict[str, Any]:
             if not isinstance(call_id, str) or not call_id:
                 raise BadRequest(f"Missing required parameter: '{where}.tool_call_id'.", f"{where}.tool_call_id")
             if isinstance(content, list):
-                result: Any = _content_blocks(content, where, required=True)
+                result: Any = content_blocks(content, where, required=True)
             elif isinstance(content, str):
                 result = content
             else:
@@ -176,7 +176,7 @@ def parse_request(body: bytes) -> dict[str, Any]:
     }
 
 
-def _content_blocks(content: Any, where: str, required: bool) -> list[dict[str, Any]]:
+def content_blocks(content: Any, where: str, required: bool = True) -> list[dict[str, Any]]:
     """A message's content (a string or an array of parts) as content blocks."""
     if content is None and not required:
         return []

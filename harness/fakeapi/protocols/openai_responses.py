@@ -28,6 +28,7 @@ from harness.fakeapi.protocols.openai_chat import (
     JSON_CHUNK,
     TEXT_CHUNK,
     BadRequest,
+    content_blocks,
     error_body,
     json_object,
     normalize_tools,
@@ -75,7 +76,7 @@ def parse_request(body: bytes) -> dict[str, Any]:
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
                 raise BadRequest(f"Invalid value for '{where}.role': expected user, assistant, system or developer.", f"{where}.role")
-            blocks = _content_blocks(item.get("content"), where)
+            blocks = content_blocks(item.get("content"), where)
             if role in ("system", "developer"):
                 system += [{"text": b["text"], "cache_control": None} for b in blocks if b["type"] == "text"]
             else:
@@ -91,7 +92,7 @@ def parse_request(body: bytes) -> dict[str, Any]:
                 raise BadRequest(f"Missing required parameter: '{where}.call_id'.", f"{where}.call_id")
             output = item.get("output")
             if isinstance(output, list):
-                output = _content_blocks(output, where)
+                output = content_blocks(output, where)
             elif not isinstance(output, str):
                 raise BadRequest(f"Missing required parameter: '{where}.output'.", f"{where}.output")
             messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": item["call_id"], "content": output}]})
@@ -110,24 +111,6 @@ def parse_request(body: bytes) -> dict[str, Any]:
         "tool_choice": payload.get("tool_choice"),
         "instructions": instructions,
     }
-
-
-def _content_blocks(content: Any, where: str) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise BadRequest(f"Invalid type for '{where}.content': expected a string or an array of parts.", f"{where}.content")
-    blocks = []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise BadRequest(f"Missing required parameter: '{where}.content[{j}].type'.", f"{where}.content[{j}].type")
-        if part["type"] in ("input_text", "output_text", "text"):
-            if not isinstance(part.get("text"), str):
-                raise BadRequest(f"Missing required parameter: '{where}.content[{j}].text'.", f"{where}.content[{j}].text")
-            blocks.append({"type": "text", "text": part["text"]})
-        else:
-            blocks.append(dict(part))
-    return blocks
 
 
 # --------------------------------------------------------------------------- replies
