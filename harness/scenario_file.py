@@ -22,6 +22,7 @@ from harness.scenario import (
     Turn,
 )
 from harness.reply_file import ReplyReader
+from harness.targets import expectation_name_problem
 from harness.yamlsource import (
     LocatedDict,
     LocatedList,
@@ -283,7 +284,7 @@ class _ScenarioReader(ReplyReader):
             if not isinstance(target, str) or not target.strip():
                 raise self.error(f"expected a target name (a non-empty string) as key, got {describe(target)}", line, "expect")
             where = child_path("expect", target)
-            problem = _builtin_target_problem(target)
+            problem = expectation_name_problem(target)
             if problem:
                 raise self.error(problem, line, where)
             m = self.mapping(verdicts, line, where, "a mapping of check name -> pass|fail")
@@ -306,29 +307,6 @@ class _ScenarioReader(ReplyReader):
                 out[check] = verdict
             result[target] = out
         return result
-
-
-def _builtin_target_problem(name: str) -> str | None:
-    """An expectation for a built-in target that cannot exist (a misspelt defect or policy) would never apply: say so."""
-    if any(c in name for c in "*?["):
-        return None  # a glob: it may match nothing today and something tomorrow
-    base, _, rest = name.partition(":")
-    if base == "reference" and rest:
-        from harness.reference_agent.defects import KNOWN_DEFECTS
-
-        unknown = [d for d in rest.split(",") if d not in KNOWN_DEFECTS]
-        if unknown:
-            return f"unknown reference defect {unknown[0]!r} in target {name!r} (known: {', '.join(KNOWN_DEFECTS)})"
-    if name.startswith(("claude-code@", "claude-code+")) or name == "claude-code":
-        from harness.targets.claude_code import POLICIES
-        from harness.tools import VERSION_RE
-
-        version, _, policy = name[len("claude-code"):].partition("+")
-        if not policy or policy not in POLICIES:
-            return f"target {name!r}: expected claude-code@VERSION+POLICY with a policy among {', '.join(POLICIES)}"
-        if version and not (version.startswith("@") and VERSION_RE.fullmatch(version[1:])):
-            return f"target {name!r}: expected an exact version such as claude-code@2.1.332+{policy}"
-    return None
 
 
 # --------------------------------------------------------------------------- public API

@@ -55,3 +55,25 @@ def resolve_targets(specs: list[str]) -> list[Target]:
                 raise InputError(f"target {target.name!r} given twice")
             targets.append(target)
     return targets
+
+
+def expectation_name_problem(name: str) -> str | None:
+    """Why a scenario's expectation names a built-in target that cannot exist (it would never apply), or None.
+
+    Globs and target-file names pass: their targets are not known until a run names them.
+    """
+    if any(c in name for c in "*?["):
+        return None
+    if name.split(":", 1)[0] == "reference":
+        from harness.targets import reference
+
+        try:
+            reference.reference_target(name)
+        except InputError as exc:
+            return str(exc)
+        return None
+    if name == "claude-code" or name.startswith(("claude-code@", "claude-code+")):
+        from harness.targets import claude_code
+
+        return claude_code.name_problem(name)
+    return None

@@ -57,6 +57,24 @@ SIDE_CALLS = (
 
 def claude_code_targets(spec: str) -> list[Target]:
     """`claude-code`, `claude-code@2.1.300`, `claude-code@2.1.300+append-first-launch-only`, `...+*`."""
+    version, policies = parse_spec(spec)
+    command = cli_command(version)
+    return [build(version, p, command) for p in policies]
+
+
+def name_problem(name: str) -> str | None:
+    """Why no claude-code target can carry this name (reports always name version and policy), or None."""
+    if "@" not in name or "+" not in name:
+        return f"target {name!r}: a claude-code target is always named claude-code@VERSION+POLICY (e.g. claude-code@{PINNED_VERSION}+{EVERY_LAUNCH})"
+    try:
+        parse_spec(name)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def parse_spec(spec: str) -> tuple[str, list[str]]:
+    """The version and the policies a spec names, defaults filled in; nothing is installed."""
     rest = spec[len(NAME):]
     version, policy = PINNED_VERSION, DEFAULT_POLICY
     rest, plus, policy_part = rest.partition("+")
@@ -72,8 +90,7 @@ def claude_code_targets(spec: str) -> list[Target]:
         policies = [policy]
     else:
         raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
-    command = cli_command(version)
-    return [build(version, p, command) for p in policies]
+    return version, policies
 
 
 def cli_command(version: str) -> tuple[str, ...]:
