@@ -52,6 +52,9 @@ def run_process(
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
+        except KeyboardInterrupt:  # the harness is being stopped: the step's whole group goes first
+            _kill_group(proc.pid, signal.SIGKILL)
+            raise
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc.pid, signal.SIGTERM)

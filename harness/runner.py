@@ -7,7 +7,6 @@ an error whose checks are not judged, never a pass.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sys
@@ -147,15 +146,6 @@ def run_scenario(
     return result
 
 
-def _kill_step_group(pid: int | None) -> None:
-    """The step's process group (each step starts its own session), so nothing outlives an interrupted run."""
-    if pid:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 def _run_step(
     scenario: Scenario,
     target: Target,
@@ -207,9 +197,6 @@ def _run_step(
                 isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
                 on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
             )
-    except KeyboardInterrupt:
-        _kill_step_group(api.step_pid)
-        raise
     finally:
         script = api.end_step()
     if isolation.error and not outcome.launch_error:
