@@ -15,7 +15,7 @@ from typing import Sequence
 
 from harness.fakeapi.exchange import Exchange
 from harness.fakeapi.journal import read_journal
-from harness.results import ERROR, FAIL, PASS, RunResult
+from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult
 from harness.runner import Progress, judge, journal_name, run_scenario
 from harness.scenario import Scenario
 from harness.targets.base import Target
@@ -122,8 +122,13 @@ def _verdicts_as_of(scenario: Scenario, step: int, result: RunResult, exchanges:
     completed = [s.index for s in result.steps if not s.error]
     if step not in completed:
         return {check: ERROR for check in scenario.checks}
+    return {r.check: r.verdict for r in judged_as_of(scenario, step, exchanges, target)}
+
+
+def judged_as_of(scenario: Scenario, step: int, exchanges: list[Exchange], target: Target) -> list[CheckResult]:
+    """The scenario's checks on the journal as it stood after `step` (checks are pure functions of the journal)."""
     upto = [e for e in exchanges if e.step is not None and e.step <= step]
-    return {r.check: r.verdict for r in judge(scenario, target, upto, None)}
+    return judge(scenario, target, upto, None)
 
 
 def compare(

@@ -18,13 +18,12 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.diff import CHANGES, Comparison, ScenarioDiff
+from harness.diff import CHANGES, Comparison, ScenarioDiff, judged_as_of
 from harness.fakeapi.exchange import Exchange
 from harness.report.html_diffview import diff_view
 from harness.report.html_style import CSS
 from harness.report.html_text import attr, esc
 from harness.results import FAIL, CheckResult, RunResult
-from harness.runner import judge
 from harness.targets.base import Target
 
 SIDES = ("baseline", "candidate")
@@ -245,9 +244,7 @@ def _check_result(sd: ScenarioDiff, side: str, target: Target, check: str, verdi
     if own is not None and own.verdict == verdict:
         return own
     exchanges: list[Exchange] = getattr(sd, f"{side}_exchanges")
-    last = sd.scenario.steps[-1].index
-    upto = [e for e in exchanges if e.step is not None and e.step <= last]
-    rejudged = next((r for r in judge(sd.scenario, target, upto, None) if r.check == check), None)
+    rejudged = next((r for r in judged_as_of(sd.scenario, sd.scenario.steps[-1].index, exchanges, target) if r.check == check), None)
     return rejudged if rejudged is not None and rejudged.verdict == verdict else own
 
 

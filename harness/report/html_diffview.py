@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.appended import count_in_instructions
+from harness.checks.context import main_requests
 from harness.checks.evidence import ByteDifference, first_difference
 from harness.checks.prefix import (
     BLOCK_SEPARATOR,
@@ -22,7 +23,7 @@ from harness.checks.prefix import (
     tools_bytes,
 )
 from harness.fakeapi.conversation import message_text
-from harness.fakeapi.exchange import MAIN, Exchange
+from harness.fakeapi.exchange import Exchange
 from harness.report.html_text import (
     Span,
     attr,
@@ -44,7 +45,7 @@ LONG = 2 * WINDOW + 200  # texts longer than this are shown as a window, the ful
 
 def first_main(exchanges: list[Exchange]) -> Exchange | None:
     """The run's first main request, as the checks see it (class main, answered 200, parsed)."""
-    return next((e for e in exchanges if e.klass == MAIN and e.status == 200 and e.normalized is not None), None)
+    return next(iter(main_requests(exchanges)), None)
 
 
 def where(exchange: Exchange) -> str:
