@@ -165,6 +165,7 @@ def _run_step(
     values = {
         "prompt": step.prompt or "",
         "append": scenario.append or "",
+        "temporary": step.temporary or "",
         "session_id": session_id,
         "base_url": base_url,
         "api_key": FAKE_API_KEY,
@@ -277,7 +278,7 @@ def tail_line(text: str, limit: int = 300) -> str:
 
 
 def judge(scenario: Scenario, target: Target, exchanges: list[Exchange], run_error: str | None) -> list[CheckResult]:
-    context = CheckContext(tuple(exchanges), scenario.append, target.identity_pattern)
+    context = CheckContext.of(scenario, exchanges, target.identity_pattern)
     verdicts = []
     for name in scenario.checks:
         if run_error:

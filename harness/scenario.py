@@ -120,6 +120,8 @@ class Step:
     error: ApiError | None = None  # every main request of the step is answered with this error
     edits: tuple[tuple[str, str], ...] = ()  # (relative path, new content) written before the process starts
     commit: str | None = None  # commit message: everything in the working directory is committed before the step
+    temporary: str | None = None  # text given to this step only ({temporary}); it must not outlive the step
+    prefix_change: str | None = None  # why the prompt prefix is meant to change at this step (a project change)
 
     @property
     def scripts_an_error(self) -> bool:
@@ -141,6 +143,18 @@ class Scenario:
     expect: dict = field(default_factory=dict)  # target name or glob -> {check name -> "pass"|"fail"}
     path: Path | None = None
     workdir: str = "plain"  # one of WORKDIR_KINDS: "git" makes the working directory a repository
+    temporary: tuple[str, ...] = ()  # texts the agent adds to every run that must stay out of the prefix and history
+    min_cache_reuse: float | None = None  # the cache_reuse check's floor: cached / prompt tokens after the first step
+
+    @property
+    def prefix_changes(self) -> dict[int, str]:
+        """Step index -> the declared reason the prefix changes there."""
+        return {s.index: s.prefix_change for s in self.steps if s.prefix_change}
+
+    @property
+    def step_temporary(self) -> dict[int, str]:
+        """Step index -> the text given to that step only."""
+        return {s.index: s.temporary for s in self.steps if s.temporary}
 
     def expected_verdict(self, target_name: str, check: str) -> str:
         """A check with no stated expectation must pass; an exact target name wins over a glob."""

@@ -15,14 +15,12 @@ from typing import Any, Iterable
 from harness.errors import InputError
 from harness.scenario import (
     STEP_KINDS,
-    VERDICTS,
     WORKDIR_KINDS,
     Scenario,
     Step,
     Turn,
 )
-from harness.reply_file import ReplyReader
-from harness.targets import expectation_name_problem
+from harness.scenario_checks import APPEND_CHECK, CACHE_CHECK, TEMPORARY_CHECK, ChecksReader
 from harness.yamlsource import (
     LocatedDict,
     LocatedList,
@@ -43,21 +41,14 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 _NAME_RE = re.compile(NAME_PATTERN)
-_TOP_KEYS = ("name", "description", "append", "workdir", "steps", "checks", "expect")
+_TOP_KEYS = ("name", "description", "append", "temporary", "min_cache_reuse", "workdir", "steps", "checks", "expect")
 _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
-_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
-_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS)
-_APPEND_CHECK = "appended_exactly_once"
+_DECLARED_STEP_KEYS = ("temporary", "prefix_change")  # what the scenario tells the checks about this step
+_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
+_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
 
 
-def _check_names() -> tuple[str, ...]:
-    # Imported late: harness.checks may grow imports of this module.
-    from harness.checks import CHECK_NAMES
-
-    return tuple(CHECK_NAMES)
-
-
-class _ScenarioReader(ReplyReader):
+class _ScenarioReader(ChecksReader):
     """Validates one parsed scenario document; ``self.path`` goes into every error."""
 
     # ------------------------------------------------------------------ document
@@ -81,6 +72,10 @@ class _ScenarioReader(ReplyReader):
 
         description = self.optional_string(doc, "description", "") or ""
         append = self.optional_string(doc, "append", "", non_empty=True)
+        temporary = self.temporary_texts(doc)
+        min_cache_reuse = None
+        if "min_cache_reuse" in doc:
+            min_cache_reuse = self.ratio(doc["min_cache_reuse"], doc.key_line("min_cache_reuse"), "min_cache_reuse")
 
         workdir = self.optional_string(doc, "workdir", "") or "plain"
         if workdir not in WORKDIR_KINDS:
@@ -97,7 +92,12 @@ class _ScenarioReader(ReplyReader):
                     child_path(item_path("steps", step.index - 1), step.kind),
                 )
 
-        checks = self.checks(doc, append)
+        declared = {
+            APPEND_CHECK: append is not None,
+            TEMPORARY_CHECK: bool(temporary) or any(s.temporary for s in steps),
+            CACHE_CHECK: min_cache_reuse is not None,
+        }
+        checks = self.checks(doc, declared)
         expect = self.expect(doc, checks)
         scenario = Scenario(
             name=name,
@@ -108,8 +108,25 @@ class _ScenarioReader(ReplyReader):
             expect=expect,
             path=Path(self.path) if self.path is not None else None,
             workdir=workdir,
+            temporary=temporary,
+            min_cache_reuse=min_cache_reuse,
         )
         return scenario, name_line
+
+    def temporary_texts(self, doc: LocatedDict) -> tuple[str, ...]:
+        """`temporary: TEXT` or a list of texts: what the agent adds to every run, never to the prefix or history."""
+        if "temporary" not in doc:
+            return ()
+        value, line = doc["temporary"], doc.key_line("temporary")
+        if isinstance(value, str):
+            return (self.string(value, line, "temporary", non_empty=True),)
+        items = self.list_(value, line, "temporary", "a text or a non-empty list of texts")
+        return tuple(self.string(item, items.item_line(i), item_path("temporary", i), non_empty=True) for i, item in enumerate(items))
+
+    def ratio(self, value: Any, line: int | None, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise self.error(f"expected a number from 0 to 1 (cached tokens / prompt tokens), got {describe(value)}", line, where)
+        return float(value)
 
     # ------------------------------------------------------------------ steps
 
@@ -198,6 +215,13 @@ class _ScenarioReader(ReplyReader):
         if "edit" in body:
             edits = self.edits(body["edit"], body.key_line("edit"), child_path(where, "edit"))
         commit = self.optional_string(body, "commit", where, non_empty=True)
+        temporary = self.optional_string(body, "temporary", where, non_empty=True)
+        prefix_change = self.optional_string(body, "prefix_change", where, non_empty=True)
+        if prefix_change is not None and i == 0:
+            raise self.error(
+                "the first step sets the prefix; 'prefix_change' declares a change at a later step",
+                body.key_line("prefix_change"), child_path(where, "prefix_change"),
+            )
         return Step(
             index=i + 1,
             kind=kind,
@@ -210,6 +234,8 @@ class _ScenarioReader(ReplyReader):
             edits=edits,
             commit=commit,
             error=error,
+            temporary=temporary,
+            prefix_change=prefix_change,
         )
 
     def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:
@@ -232,81 +258,6 @@ class _ScenarioReader(ReplyReader):
                 )
             out.append((name, self.string(content, key_line, key_where)))
         return tuple(out)
-
-    # ------------------------------------------------------------------ checks and expectations
-
-    def checks(self, doc: LocatedDict, append: str | None) -> tuple[str, ...]:
-        known = _check_names()
-        if "checks" not in doc:
-            if _APPEND_CHECK in known and append is None:
-                raise self.error(
-                    f"the default checks (all of {', '.join(known)}) include {_APPEND_CHECK!r}, which needs "
-                    "'append' (the appended system text to look for): add a top-level 'append:' "
-                    "or list 'checks:' without it",
-                    doc.line,
-                    "",
-                )
-            return known
-        value = doc["checks"]
-        lst = self.list_(value, doc.key_line("checks"), "checks", "a non-empty list of check names")
-        seen: dict[str, int] = {}
-        for i, name in enumerate(lst):
-            where = item_path("checks", i)
-            line = lst.item_line(i)
-            if not isinstance(name, str):
-                raise self.error(f"expected a check name, got {describe(name)}", line, where)
-            if name not in known:
-                raise unknown_key_error(name, known, self.path, line, where, what="check", listing="known checks")
-            if name in seen:
-                raise self.error(
-                    f"duplicate check {name!r} (already {item_path('checks', seen[name])})", line, where
-                )
-            seen[name] = i
-            if name == _APPEND_CHECK and append is None:
-                raise self.error(
-                    f"check {_APPEND_CHECK!r} needs 'append' (the appended system text to look for): "
-                    "add a top-level 'append:' or leave the check out",
-                    line,
-                    where,
-                )
-        return tuple(lst)
-
-    def expect(self, doc: LocatedDict, checks: tuple[str, ...]) -> dict:
-        if "expect" not in doc:
-            return {}
-        known = _check_names()
-        top = self.mapping(
-            doc["expect"], doc.key_line("expect"), "expect", "a mapping of target name -> {check: pass|fail}"
-        )
-        result: dict[str, dict[str, str]] = {}
-        for target, verdicts in top.items():
-            line = top.key_line(target)
-            if not isinstance(target, str) or not target.strip():
-                raise self.error(f"expected a target name (a non-empty string) as key, got {describe(target)}", line, "expect")
-            where = child_path("expect", target)
-            problem = expectation_name_problem(target)
-            if problem:
-                raise self.error(problem, line, where)
-            m = self.mapping(verdicts, line, where, "a mapping of check name -> pass|fail")
-            out: dict[str, str] = {}
-            for check, verdict in m.items():
-                check_line = m.key_line(check)
-                if check not in known:
-                    raise unknown_key_error(check, known, self.path, check_line, where, what="check", listing="known checks")
-                check_where = child_path(where, check)
-                if check not in checks:
-                    raise self.error(
-                        f"check {check!r} is not among this scenario's checks ({', '.join(checks)})",
-                        check_line,
-                        check_where,
-                    )
-                if verdict not in VERDICTS or not isinstance(verdict, str):
-                    raise self.error(
-                        f"expected one of {', '.join(VERDICTS)}, got {describe(verdict)}", check_line, check_where
-                    )
-                out[check] = verdict
-            result[target] = out
-        return result
 
 
 # --------------------------------------------------------------------------- public API

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, Exchange
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 
 def main_requests(exchanges: Iterable[Exchange]) -> list[Exchange]:
@@ -19,6 +22,19 @@ class CheckContext:
     exchanges: tuple[Exchange, ...]
     append: str | None
     identity_pattern: re.Pattern[str]
+    temporary: tuple[str, ...] = ()  # texts every run may carry, outside the prefix and the history only
+    step_temporary: Mapping[int, str] = field(default_factory=dict)  # step -> text given to that step only
+    prefix_changes: Mapping[int, str] = field(default_factory=dict)  # step -> why the prefix is meant to change there
+    min_cache_reuse: float | None = None
+
+    @classmethod
+    def of(cls, scenario: "Scenario", exchanges: Iterable[Exchange], identity_pattern: re.Pattern[str]) -> "CheckContext":
+        """Everything a scenario declares that a check may judge against."""
+        return cls(
+            tuple(exchanges), scenario.append, identity_pattern,
+            temporary=scenario.temporary, step_temporary=scenario.step_temporary,
+            prefix_changes=scenario.prefix_changes, min_cache_reuse=scenario.min_cache_reuse,
+        )
 
     @property
     def main_requests(self) -> list[Exchange]:

@@ -17,7 +17,7 @@ from harness.errors import InputError
 from harness.fakeapi.core import SideCallRule
 from harness.fakeapi.exchange import Exchange
 
-PLACEHOLDERS = ("prompt", "append", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
+PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 COMMAND_KINDS = ("launch", "resume", "retry", "compact")
 SESSION_ID_SOURCES = ("stdout_json", "stdout_regex", "header")
 DEFAULT_IDENTITY = r"(?m)^You are [^\n]*"
