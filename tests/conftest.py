@@ -27,7 +27,7 @@ CLAUDE_CODE_KEY = "harness_claude_code_cell"
 _rows: list[dict] = []
 _claude_code_cells: list[dict] = []
 _SHORT = {"identity_stable": "identity", "appended_exactly_once": "appended", "prefix_stable": "prefix",
-          "history_preserved": "history"}
+          "history_preserved": "history", "temporary_text_transient": "temporary"}
 
 
 def pytest_runtest_logreport(report):

@@ -36,6 +36,7 @@ from harness.reference_agent.errors import (
     UsageError,
 )
 from harness.reference_agent.prompt import (
+    HEADLESS_TEXT,
     INSTRUCTION_LINES,
     ProcessContext,
     resume_session,
@@ -63,7 +64,7 @@ from harness.reference_agent.tools import (
 )
 
 IDENTITY = "You are Reference Agent, a small test agent for launcher harnesses (agent id {}).".format
-HEADLESS = "Headless run: finish the task without asking the user questions."
+HEADLESS = HEADLESS_TEXT
 APPEND = "Always answer in French."
 CC = {"type": "ephemeral"}
 INSTRUCTIONS = "\n".join(INSTRUCTION_LINES)
@@ -83,6 +84,7 @@ def test_known_defects_are_the_documented_names_in_order():
         "temporary-text-frozen-into-prefix",
         "timestamp-in-prefix",
         "forget-last-reply",
+        "temporary-text-in-history",
     )
     assert set(DEFECT_DESCRIPTIONS) == set(KNOWN_DEFECTS)
     assert all(desc and "\n" not in desc for desc in DEFECT_DESCRIPTIONS.values())
@@ -247,9 +249,9 @@ def test_headless_block_is_only_for_prompt_runs_and_never_persisted():
     ctx = ProcessContext(append_flag=APPEND, today=lambda: date(2024, 5, 1), new_agent_id=lambda: "aaaaaaaa")
     session = start_session(ctx)
     assert system_blocks(session, ctx, headless=False) == blocks("aaaaaaaa", body(), headless=False)
-    assert HEADLESS not in json.dumps(session)
+    assert json.dumps(HEADLESS)[1:-1] not in json.dumps(session)
     frozen = start_session(ProcessContext(defects=frozenset({d.TEMPORARY_TEXT_FROZEN_INTO_PREFIX})))
-    assert HEADLESS in json.dumps(frozen)
+    assert json.dumps(HEADLESS)[1:-1] in json.dumps(frozen)
 
 
 # --------------------------------------------------------------------------- SSE parsing
@@ -766,6 +768,7 @@ WIRE_EXPECTATIONS = {
     "temporary-text-frozen-into-prefix": (True, [1, 1, 1], False, [0, 1, 1], True),
     "timestamp-in-prefix": (True, [1, 1, 1], False, [0, 0, 0], True),
     "forget-last-reply": (True, [1, 1, 1], True, [0, 0, 0], False),
+    "temporary-text-in-history": (True, [1, 1, 1], True, [0, 0, 0], True),  # no --temporary here: nothing to copy
 }
 
 

@@ -16,6 +16,7 @@ from harness.checks import CHECK_NAMES
 from harness.errors import InputError
 from harness.scenario import Scenario, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 from harness.scenario_file import load_scenario, load_scenarios
+from harness.scenario_checks import APPEND_CHECK, NEEDS
 from harness.yamlsource import LocatedDict, LocatedList, load_located, unknown_key_error
 
 EXAMPLE = textwrap.dedent(
@@ -98,7 +99,8 @@ def test_default_checks_are_all_check_names_in_order(tmp_path):
         "checks: [identity_stable, appended_exactly_once, prefix_stable, history_preserved]", "# no checks"
     )
     scenario = load_scenario(write(tmp_path, text))
-    assert scenario.checks == CHECK_NAMES
+    # Less the checks that judge against something this scenario does not declare (scenario_checks.NEEDS).
+    assert scenario.checks == tuple(n for n in CHECK_NAMES if n == APPEND_CHECK or n not in NEEDS)
 
 
 def test_rich_replies_usage_and_step_settings(tmp_path):
@@ -345,7 +347,7 @@ BAD = [
     # --- checks
     ("unknown-check", ("name: bad", "steps: [{launch: {prompt: hi}}]", "checks:", "  - identity_stable", "  - prefix_stabel"), 5,
      ["checks[2]: unknown check 'prefix_stabel' (did you mean 'prefix_stable'? known checks: "
-      "appended_exactly_once, history_preserved, identity_stable, prefix_stable)"]),
+      f"{', '.join(sorted(CHECK_NAMES))})"]),
     ("duplicate-check", ("name: bad", "steps: [{launch: {prompt: hi}}]", "checks:", "  - prefix_stable", "  - identity_stable", "  - prefix_stable"), 6,
      ["checks[3]: duplicate check 'prefix_stable' (already checks[1])"]),
     ("check-not-string", ("name: bad", "steps: [{launch: {prompt: hi}}]", "checks: [identity_stable, [x]]"), 3,

@@ -20,7 +20,13 @@ from .compaction import (
     needs_autocompact,
     reply_text,
 )
-from .prompt import ProcessContext, resume_session, start_session, system_blocks
+from .prompt import (
+    ProcessContext,
+    resume_session,
+    start_session,
+    system_blocks,
+    user_prompt,
+)
 from .session import add_assistant_reply, add_user_text, load_session, save_session
 from .tools import TOOLS, run_tool_loop
 
@@ -91,7 +97,7 @@ def run_prompt(
             auto_compacted = True
 
     messages = session["messages"]
-    add_user_text(messages, prompt)
+    add_user_text(messages, user_prompt(prompt, ctx))
 
     def send(history: list[dict]) -> dict:
         # Rendered per request: a defect that re-reads the clock must be able to.

@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", help="run one headless turn")
     parser.add_argument("--append-system-prompt", metavar="TEXT", help="text appended to the system prompt")
+    parser.add_argument(
+        "--temporary", metavar="TEXT", help="text for this process only: sent after the cache breakpoint, never saved"
+    )
     parser.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
     parser.add_argument("--compact", action="store_true", help="summarize the resumed session's history")
     parser.add_argument("--output-format", choices=("text", "json"), default="text")
@@ -88,7 +91,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         defects = parse_defects(args.defect)
         config, client = config_from_env(env, stream=not args.no_stream)
-        ctx = ProcessContext(defects=defects, append_flag=args.append_system_prompt)
+        ctx = ProcessContext(defects=defects, append_flag=args.append_system_prompt, temporary=args.temporary or None)
         if args.compact:
             result = run_compact(args.resume, client=client, config=config, ctx=ctx)
         else:

@@ -19,6 +19,7 @@ APPEND_LOST_AFTER_COMPACTION = "append-lost-after-compaction"
 TEMPORARY_TEXT_FROZEN_INTO_PREFIX = "temporary-text-frozen-into-prefix"
 TIMESTAMP_IN_PREFIX = "timestamp-in-prefix"
 FORGET_LAST_REPLY = "forget-last-reply"
+TEMPORARY_TEXT_IN_HISTORY = "temporary-text-in-history"
 
 KNOWN_DEFECTS: tuple[str, ...] = (
     DROP_APPEND_ON_RESUME,
@@ -29,6 +30,7 @@ KNOWN_DEFECTS: tuple[str, ...] = (
     TEMPORARY_TEXT_FROZEN_INTO_PREFIX,
     TIMESTAMP_IN_PREFIX,
     FORGET_LAST_REPLY,
+    TEMPORARY_TEXT_IN_HISTORY,
 )
 
 DEFECT_DESCRIPTIONS: dict[str, str] = {
@@ -40,6 +42,7 @@ DEFECT_DESCRIPTIONS: dict[str, str] = {
     TEMPORARY_TEXT_FROZEN_INTO_PREFIX: "The per-run headless text is persisted into the durable body at launch.",
     TIMESTAMP_IN_PREFIX: "The cached body carries the current time, re-read for every request.",
     FORGET_LAST_REPLY: "The session is saved before the final reply is appended, so resume loses it.",
+    TEMPORARY_TEXT_IN_HISTORY: "A hook copies the step's temporary text into the user prompt, which is saved with the history.",
 }
 
 

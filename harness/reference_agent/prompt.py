@@ -29,7 +29,14 @@ INSTRUCTION_LINES = (
     "Use the calculator tool for any arithmetic instead of computing it yourself.",
     "If a tool reports an error, say so instead of guessing a result.",
 )
-HEADLESS_TEXT = "Headless run: finish the task without asking the user questions."
+# Word for word what code-puppy 0.0.946 adds to every `-p` run, so one scenario declaring it
+# judges the reference agent, code-puppy and the pydantic-ai example alike.
+HEADLESS_TEXT = (
+    "This is an unattended, non-interactive run. Never ask for confirmation, approval,\n"
+    "clarification, or manual verification, including through tools or MCP servers. Use\n"
+    "reasonable defaults, proceed autonomously, and validate with the tools available to\n"
+    "you. State any assumptions or optional manual checks only in the final response."
+)
 NO_NOTES = "Recalled notes: none."
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 
@@ -45,6 +52,7 @@ class ProcessContext:
     defects: frozenset[str] = frozenset()
     resumed: bool = False
     append_flag: str | None = None
+    temporary: str | None = None  # this process's --temporary text: after the breakpoint, never saved
     now: Callable[[], datetime] = datetime.now
     today: Callable[[], date] = date.today
     new_agent_id: Callable[[], str] = field(default=mint_agent_id)
@@ -128,11 +136,26 @@ def durable_body(session: dict, ctx: ProcessContext) -> str:
 
 
 def system_blocks(session: dict, ctx: ProcessContext, *, headless: bool = True) -> list[dict]:
-    """Identity, cached durable body, then (for -p runs) the temporary headless text."""
+    """Identity, cached durable body, then what this process alone says: the headless text (for -p runs)
+    and the caller's temporary text.
+
+    Both sit after the breakpoint so that dropping them moves no cached byte, and
+    neither is ever written to the session: the next process decides afresh.
+    """
     blocks = [
         {"type": "text", "text": IDENTITY_TEMPLATE.format(agent_id=session["agent_id"])},
         {"type": "text", "text": durable_body(session, ctx), "cache_control": dict(CACHE_BREAKPOINT)},
     ]
     if headless:
         blocks.append({"type": "text", "text": HEADLESS_TEXT})
+    if ctx.temporary:
+        blocks.append({"type": "text", "text": ctx.temporary})
     return blocks
+
+
+def user_prompt(prompt: str, ctx: ProcessContext) -> str:
+    """What is saved as the user's turn: the prompt, and nothing meant for this process only."""
+    if ctx.has(d.TEMPORARY_TEXT_IN_HISTORY) and ctx.temporary:
+        # A prompt-submit hook that adds its context to the prompt itself, which the session then keeps.
+        return f"{prompt}\n\n{ctx.temporary}"
+    return prompt

@@ -31,11 +31,13 @@ def build(defects: list[str]) -> Target:
     for defect in defects:
         base += ["--defect", defect]
     append = ["--append-system-prompt", "{append}"]
+    # One argument, so a text that starts with a dash stays a value; the agent ignores it when empty.
+    temporary = ["--temporary={temporary}"]
     return Target(
         name=NAME + (":" + ",".join(defects) if defects else ""),
         commands={
-            "launch": tuple(base + ["-p", "{prompt}"] + append),
-            "resume": tuple(base + ["-p", "{prompt}", "--resume", "{session_id}"] + append),
+            "launch": tuple(base + ["-p", "{prompt}"] + append + temporary),
+            "resume": tuple(base + ["-p", "{prompt}", "--resume", "{session_id}"] + append + temporary),
             "compact": tuple(base + ["--compact", "--resume", "{session_id}"]),
         },
         session_id=SessionIdSource("stdout_json", "session_id"),
