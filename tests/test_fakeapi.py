@@ -28,6 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.fakeapi import cache_sim
 from harness.fakeapi.core import FakeModelAPI, SideCallRule
 from harness.fakeapi.journal import Journal, read_journal
 from harness.fakeapi.protocols.anthropic import MODELS
@@ -323,8 +324,9 @@ def test_sdk_json_message(client, api):
     assert message.stop_reason == "end_turn" and message.model == MODEL
     exchange = only(api)
     assert exchange.stream is False and exchange.status == 200
-    # Unscripted usage is estimated from the request's size: a quarter token per byte.
-    assert message.usage.input_tokens == len(exchange.body) // 4
+    # Unscripted usage is estimated from the prompt's size (cache_sim): a quarter token per byte, rounded up;
+    # one short request with no cache breakpoint reads and writes nothing.
+    assert message.usage.input_tokens == -(-len(cache_sim.prompt_bytes(exchange.normalized)) // 4) > 1
     assert message.usage.output_tokens == 1
     assert (message.usage.cache_read_input_tokens, message.usage.cache_creation_input_tokens) == (0, 0)
 

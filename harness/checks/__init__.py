@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.checks import appended, history, identity, prefix, temporary
+from harness.checks import appended, cache, history, identity, prefix, temporary
 from harness.checks.context import CheckContext
 from harness.results import CheckResult
 
@@ -13,6 +13,7 @@ CHECKS: dict[str, Callable[[CheckContext], CheckResult]] = {
     appended.NAME: appended.check,
     prefix.NAME: prefix.check,
     history.NAME: history.check,
+    cache.NAME: cache.check,
     temporary.NAME: temporary.check,
 }
 CHECK_NAMES = tuple(CHECKS)

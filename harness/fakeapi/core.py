@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
-from harness.fakeapi import conversation, faults
+from harness.fakeapi import cache_sim, conversation, faults
 from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
-from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, resolve_usage, text_turn
+from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.scenario import ApiError, Step, Turn
 
 
@@ -84,6 +84,7 @@ class FakeModelAPI:
         self._seq = 0
         self._active: _ActiveStep | None = None
         self._started = time.monotonic()
+        self._cache = cache_sim.PromptCache()  # what the provider would hold: one run, all its steps
 
     # ------------------------------------------------------------ step bookkeeping
 
@@ -148,8 +149,8 @@ class FakeModelAPI:
             if turn.error is not None:
                 return self._scripted_error(exchange, turn.error)
             blocks, stop_reason, turn_usage = blocks_of(turn), turn.effective_stop_reason, turn.usage
-            usage = resolve_usage(
-                anthropic.estimate_tokens(len(request.body)), blocks, turn_usage, active.step.usage if active else None
+            usage = cache_sim.resolve_usage(
+                self._cache.anthropic(normalized), blocks, turn_usage, active.step.usage if active else None
             )
             reply = anthropic.build_message(exchange.seq, normalized["model"], blocks, stop_reason, usage)
             if turn.fault is not None:
@@ -246,8 +247,8 @@ class FakeModelAPI:
             if turn.error is not None:
                 return self._scripted_error(exchange, turn.error, protocol)
             blocks = blocks_of(turn)
-            usage = resolve_usage(
-                anthropic.estimate_tokens(len(request.body)), blocks, turn.usage, active.step.usage if active else None
+            usage = cache_sim.resolve_usage(
+                self._cache.openai(protocol.NAME, normalized), blocks, turn.usage, active.step.usage if active else None
             )
             reply = protocol.build_reply(exchange.seq, normalized, blocks, turn.effective_stop_reason, usage)
             if turn.fault is not None:

@@ -62,6 +62,8 @@ def parse_messages_request(body: bytes) -> dict[str, Any]:
         thinking=payload.get("thinking"),
         tool_choice=payload.get("tool_choice"),
     )
+    if payload.get("cache_control") is not None:  # automatic caching; kept only when sent, so older journals read the same
+        normalized["cache_control"] = payload["cache_control"]
     return normalized
 
 
