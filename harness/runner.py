@@ -192,12 +192,18 @@ def _run_step(
     stderr_path = workspace.logs / f"step-{step.index}.stderr"
     api.begin_step(step)
     try:
-        # Its own network namespace: the fake API at the same base URL, nothing else (harness/netns.py).
-        with netns.isolated_step(argv, server) as isolation:
-            outcome = run_process(
-                isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
-                on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
+        if target.in_process is not None:  # the step is a call in this process, not a process (pydantic-ai +in-process)
+            isolation = netns.StepIsolation(argv=argv, notes=["ran in the harness process: no subprocess, no network namespace"])
+            outcome = target.in_process(
+                argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path, api,
             )
+        else:
+            # Its own network namespace: the fake API at the same base URL, nothing else (harness/netns.py).
+            with netns.isolated_step(argv, server) as isolation:
+                outcome = run_process(
+                    isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
+                    on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
+                )
     finally:
         script = api.end_step()
     if isolation.error and not outcome.launch_error:

@@ -79,6 +79,9 @@ class Target:
     source: Path | None = None  # the target file, when there is one
     checkout: Path | None = None  # the agent's code at a named git revision (target files with `repo:`)
     revision: str | None = None  # the commit that checkout holds
+    # Set: each step is this call in the harness process (runner argv, env, cwd, timeout, stdout, stderr, api) -> ProcessOutcome, not a subprocess.
+    in_process: Callable[..., Any] | None = None
+    home_files: Mapping[str, str] = field(default_factory=dict)  # HOME-relative path -> template, written before the launch
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""

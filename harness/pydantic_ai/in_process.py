@@ -1,0 +1,101 @@
+"""A pydantic-ai step inside the harness process: the driver's own step, with no subprocess and no socket.
+
+The runner calls `run_in_process` where it would start a process (Target.in_process),
+with the argv, environment, working directory, timeout and log files it would
+have used, and between the same `api.begin_step`/`end_step`, so the journal
+attributes requests to steps exactly as in subprocess mode. The driver's
+`run_step` runs in this process with the step's environment and working directory
+swapped in, and its HTTP client routed through respx to the same FakeModelAPI
+(harness/fakeapi/inprocess.py). Each step calls the factory again and restores
+the history from the file the previous step wrote, as the subprocess mode does.
+
+What this mode cannot guarantee, unlike a fresh process per step:
+- module-level state survives between steps (and runs): the agent module is
+  imported once, so an id minted at import time, a cache or a global counter
+  is shared by every step, and a bug that needs a fresh process can hide;
+- no process isolation: the agent shares this interpreter, its environment
+  (swapped for the step's while it runs), sys.path and any threads it starts;
+  nothing it leaves running is killed, and there is no network namespace;
+- a timeout cancels the run at its next await: code blocking synchronously
+  (a factory sleeping, a busy loop) cannot be interrupted;
+- an exit code is imitated: 0 on success, 2 when the step cannot run, 1 when
+  the agent raised; stdout and stderr are what was written through sys.stdout
+  and sys.stderr, not what C code or subprocesses wrote to the descriptors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from harness.fakeapi.core import FakeModelAPI
+from harness.process import ProcessOutcome
+from harness.pydantic_ai import driver
+from harness.pydantic_ai.loading import LoadError, sandboxed
+
+ARGV0 = "in-process:harness.pydantic_ai.driver"  # first argv item of an in-process step, shown in reports
+
+
+def run_in_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout_s: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    api: FakeModelAPI,
+) -> ProcessOutcome:
+    """One step, as run_process would run it, minus the process."""
+    started = time.monotonic()
+    api.set_step_pid(os.getpid())
+    out, err = io.StringIO(), io.StringIO()
+    exit_code: int | None = 0
+    launch_error: str | None = None
+    timed_out = False
+    try:
+        args = driver.parser().parse_args(list(argv[1:]))
+    except SystemExit as exc:  # argparse already wrote why
+        return ProcessOutcome(int(exc.code or 2), time.monotonic() - started, os.getpid(),
+                              launch_error=f"bad in-process driver arguments: {list(argv[1:])!r}")
+    with sandboxed(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            summary = asyncio.run(_bounded(args, api, timeout_s))
+            print(json.dumps(summary, ensure_ascii=False))
+        except _Expired:
+            exit_code, timed_out = None, True
+            launch_error = f"timed out after {timeout_s:g}s; the in-process run was cancelled"
+            print(f"in-process step cancelled after {timeout_s:g}s", file=err)
+        except (driver.StepError, LoadError) as exc:
+            exit_code = 2
+            print(f"pydantic-ai driver: {exc}", file=err)
+        except Exception:
+            exit_code = 1
+            traceback.print_exc(file=err)
+    stdout_path.write_text(out.getvalue(), encoding="utf-8")
+    stderr_path.write_text(err.getvalue(), encoding="utf-8")
+    return ProcessOutcome(exit_code, time.monotonic() - started, os.getpid(), timed_out=timed_out, launch_error=launch_error)
+
+
+class _Expired(Exception):
+    """The step's timeout passed (told apart from a TimeoutError the agent itself raised)."""
+
+
+async def _bounded(args, api: FakeModelAPI, timeout_s: float) -> dict:
+    from harness.fakeapi import inprocess
+
+    async with inprocess.http_client(api, args.base_url) as client:
+        timer = asyncio.timeout(timeout_s)
+        try:
+            async with timer:
+                return await driver.run_step(args, http_client=client)
+        except TimeoutError:
+            if timer.expired():
+                raise _Expired() from None
+            raise
