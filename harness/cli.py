@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("targets", help="list the built-in targets, launch policies and the reference agent's defects")
 
-    install = sub.add_parser("install", help="install the agents targets need into the tool folder (default: the pinned Claude Code versions)")
-    install.add_argument("targets", nargs="*", metavar="T", help="targets whose agents to install, e.g. claude-code@2.1.300")
+    install = sub.add_parser("install", help="install the agents targets need into the tool folder (default: the pinned Claude Code and code-puppy versions)")
+    install.add_argument("targets", nargs="*", metavar="T", help="targets whose agents to install, e.g. claude-code@2.1.300 or code-puppy@latest")
     return parser
 
 
@@ -219,9 +219,12 @@ def _echo(exchange) -> None:
 
 def _install(args: argparse.Namespace) -> int:
     """Install up front (CI, `make run`) what a run would otherwise install on first use."""
-    from harness.targets import claude_code, resolve_target
+    from harness.targets import claude_code, code_puppy, resolve_target
 
-    specs = args.targets or [f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)]
+    specs = args.targets or [
+        *(f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)),
+        *(f"code-puppy@{v}" for v in (code_puppy.PINNED_VERSION, code_puppy.OLDER_VERSION)),
+    ]
     for spec in specs:
         for target in resolve_target(spec):
             print(f"{target.name}: {target.commands['launch'][0]}")
@@ -230,7 +233,7 @@ def _install(args: argparse.Namespace) -> int:
 
 def _targets() -> int:
     from harness.reference_agent.defects import DEFECT_DESCRIPTIONS
-    from harness.targets import claude_code
+    from harness.targets import claude_code, code_puppy
 
     print("reference                 the clean reference agent (shipped in this package)")
     for name, text in DEFECT_DESCRIPTIONS.items():
@@ -241,5 +244,13 @@ def _targets() -> int:
         default = " (default)" if policy == claude_code.DEFAULT_POLICY else ""
         print(f"  +{policy:<30} {text}{default}")
     print("  +*                              one target per policy")
+    print(f"code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]  code-puppy from PyPI in its own virtualenv (pinned: {code_puppy.PINNED_VERSION})")
+    for variant, text in {**code_puppy.FORMATS, **code_puppy.MEMORY}.items():
+        default = " (default)" if variant in (code_puppy.DEFAULT_FORMAT, code_puppy.DEFAULT_MEMORY) else ""
+        print(f"  +{variant:<30} {text}{default}")
+    print("  +*                              one target per format and memory setting")
+    print("pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]  your pydantic-ai agent, from a factory returning it")
+    print("  +openai-chat (default), +openai-responses, +anthropic, +*   the wire format its model speaks")
+    print("  +in-process                     each step in the harness process through respx, not a subprocess")
     print("PATH.yaml                 a target file describing any agent (see README)")
     return EXIT_OK

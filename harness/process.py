@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from harness.terminal import strip_escapes
+
 GRACE_S = 2.0
 
 
@@ -97,5 +99,5 @@ def tail(path: Path, limit: int = 2000) -> str:
         data = path.read_bytes()
     except OSError:
         return ""
-    text = data[-limit:].decode("utf-8", errors="replace")
+    text = strip_escapes(data[-limit:].decode("utf-8", errors="replace"))
     return ("…" + text) if len(data) > limit else text

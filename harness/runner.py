@@ -25,6 +25,7 @@ from harness.process import run_process, tail
 from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario, Step
 from harness.targets.base import MissingValue, Target, render
+from harness.terminal import strip_escapes
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
 
 
@@ -102,7 +103,7 @@ def run_scenario(
     if journal_path is not None and journal_path.exists():
         journal_path.unlink()  # a journal describes one run, never two appended
     journal = Journal(journal_path)
-    api = FakeModelAPI(journal, side_calls=target.side_calls)
+    api = FakeModelAPI(journal, side_calls=target.side_calls, compaction_calls=target.compaction_calls)
     workspace = Workspace.create(f"{scenario.name}-{target.name}")
     result = RunResult(
         scenario=scenario.name,
@@ -182,6 +183,8 @@ def _run_step(
         result.error = f"cannot build the command: {exc} (no earlier step produced a session id)"
         return result, session_id
     result.argv = argv
+    if step.kind == "launch":
+        _write_home_files(target, values, workspace)
     try:
         result.notes.extend(workdir.apply(workspace.workdir, step, workspace.home))
     except workdir.WorkdirError as exc:
@@ -210,7 +213,7 @@ def _run_step(
         outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
     result.notes.extend(isolation.notes)
     exchanges = journal.for_step(step.index)
-    stdout = stdout_path.read_text(encoding="utf-8", errors="replace") if stdout_path.exists() else ""
+    stdout = strip_escapes(stdout_path.read_text(encoding="utf-8", errors="replace")) if stdout_path.exists() else ""
     result.exit_code = outcome.exit_code
     result.duration_s = round(outcome.duration_s, 3)
     result.timed_out = outcome.timed_out
@@ -249,6 +252,14 @@ def _run_step(
         return result, session_id
     result.session_id = new_id or session_id
     return result, result.session_id
+
+
+def _write_home_files(target: Target, values: dict, workspace: Workspace) -> None:
+    """The agent's own configuration (model entries pointing at this run's fake API), before its first process."""
+    for relative, template in target.home_files.items():
+        path = workspace.home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(template, values), encoding="utf-8")
 
 
 def _step_error(outcome, result: StepResult, step: Step, target: Target, failed_as_scripted: bool) -> str | None:

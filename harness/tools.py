@@ -1,9 +1,12 @@
 """The project-local tool folder: exact versions of the agents under test, installed once, side by side.
 
 `.tools/<tool>/<version>/` beside the source checkout (or $HARNESS_TOOLS_DIR),
-never committed, reused across runs. An install goes to a staging folder and is
-renamed into place under a lock, so parallel workers asking for the same version
-install it once and nobody ever runs a half-installed tool.
+never committed, reused across runs. Installs happen under a lock and count only
+once marked complete, so parallel workers asking for the same version install it
+once and nobody ever runs a half-installed tool. npm packages are staged and
+renamed into place; a Python virtualenv cannot move (its scripts name their
+interpreter by absolute path), so it is built in place and a leftover without the
+mark is removed first.
 """
 
 from __future__ import annotations
@@ -91,6 +94,67 @@ def _npm_install(tool: str, package: str, version: str, home: Path, quiet: bool)
     os.rename(staging, home)
     if not quiet:
         print(f"harness: installed {package}@{version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False) -> Path:
+    """A virtualenv of its own holding `package==version` from PyPI, installing it on first use."""
+    if not VERSION_RE.fullmatch(version):
+        raise InputError(f"{tool}: expected an exact version such as 0.0.946, got {version!r}")
+    home = tools_root() / tool / version
+    venv = home / "venv"
+    if (home / ".complete").is_file():
+        return venv
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(home.parent / f".{version}.lock"):
+        if (home / ".complete").is_file():
+            return venv
+        shutil.rmtree(home, ignore_errors=True)  # an install that died half-way
+        _pip_install(tool, package, version, home, venv, quiet)
+    return venv
+
+
+def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, quiet: bool) -> None:
+    if not quiet:
+        print(f"harness: installing {package}=={version} into {venv} (first use)", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-input", f"{package}=={version}"],
+    ]
+    for argv in steps:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(home, ignore_errors=True)
+            raise InputError(f"installing {package}=={version} timed out after {_INSTALL_TIMEOUT_S}s") from None
+        if done.returncode != 0:
+            shutil.rmtree(home, ignore_errors=True)
+            raise InputError(f"cannot install {package}=={version}: {_pip_reason(done.stderr, package, version)}")
+    (home / ".complete").write_text(f"{package}=={version}\n")
+    if not quiet:
+        print(f"harness: installed {package}=={version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def pip_latest_version(package: str) -> str:
+    """The newest release of a PyPI package, as pip's index reports it (the network is asked each time)."""
+    argv = [sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check", "--no-input"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"asking the package index for the latest {package} timed out") from None
+    match = re.search(rf"^{re.escape(package)} \(([^)]+)\)", done.stdout, re.MULTILINE)
+    if done.returncode != 0 or not match:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip() and "WARNING" not in line]
+        raise InputError(f"cannot find the latest release of {package}: " + (" | ".join(lines[-2:]) or "pip printed no version"))
+    return match.group(1)
+
+
+def _pip_reason(stderr: str, package: str, version: str) -> str:
+    if "No matching distribution" in stderr or "Could not find a version" in stderr:
+        return f"the package index has no version {version} of {package} (`pip index versions {package}` lists them)"
+    lines = [line for line in stderr.strip().splitlines() if line.strip() and not line.startswith("WARNING")]
+    return "pip failed: " + (" | ".join(lines[-3:]) if lines else "no error output")
 
 
 def _npm_reason(stderr: str, package: str, version: str) -> str:

@@ -232,3 +232,14 @@ def test_history_after_compaction_must_carry_the_summary():
     assert history.check(context(first, squash, carried)).verdict == "pass"
     result = history.check(context(first, squash, lost))
     assert result.verdict == "fail" and "compacted (request #2)" in result.message
+
+
+def test_a_summary_carried_in_the_system_prompt_is_carried_and_said_so():
+    """code-puppy puts its compaction summary in front of its system prompt, not into the messages."""
+    first = exchange(1, 1, system("You are X."), [user("q1")], "a1")
+    squash = compaction(2, 2, [user("q1"), assistant("a1")], "The user asked q1.")
+    in_system = exchange(3, 3, system("Summary of previous conversation:\n\nThe user asked q1.", "You are X."), [user("q2")])
+    elsewhere = exchange(3, 3, system("Summary of previous conversation:\n\nsomething else", "You are X."), [user("q2")])
+    result = history.check(context(first, squash, in_system))
+    assert result.verdict == "pass" and "summary rides in the system prompt at request(s) #3" in result.message
+    assert history.check(context(first, squash, elsewhere)).verdict == "fail"

@@ -19,7 +19,7 @@ from typing import Any
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, where
 from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.conversation import message_text
+from harness.fakeapi.conversation import message_text, system_text
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "history_preserved"
@@ -82,9 +82,10 @@ def check(context: CheckContext) -> CheckResult:
         compactions = context.compactions_between(previous.seq, current.seq)
         if compactions:
             summary = summary_of(compactions[-1])
-            carried = any(summary in message_text(m) for m in current.normalized["messages"])
-            evidence["transitions"].append({"request": current.seq, "after_compaction": compactions[-1].seq, "ok": carried})
-            if not carried:
+            carried = _where_carried(summary, current)
+            evidence["transitions"].append({"request": current.seq, "after_compaction": compactions[-1].seq,
+                                            "ok": carried is not None, "carried_in": carried})
+            if carried is None:
                 return CheckResult(
                     NAME, FAIL,
                     f"{where(current)}: the conversation was compacted (request #{compactions[-1].seq}) "
@@ -110,7 +111,18 @@ def check(context: CheckContext) -> CheckResult:
                 observed=_show(got[index] if index < len(got) else None),
                 evidence=evidence,
             )
+    in_system = [t["request"] for t in evidence["transitions"] if t.get("carried_in") == "system"]
+    note = f"; the compaction summary rides in the system prompt at request(s) {', '.join(f'#{r}' for r in in_system)}" if in_system else ""
     return CheckResult(
-        NAME, PASS, f"history carried through {len(mains) - 1} transitions between {len(mains)} requests",
+        NAME, PASS, f"history carried through {len(mains) - 1} transitions between {len(mains)} requests{note}",
         evidence=evidence,
     )
+
+
+def _where_carried(summary: str, exchange: Exchange) -> str | None:
+    """Clients carry a summary back as a message (Claude Code) or inside the system prompt (code-puppy)."""
+    if any(summary in message_text(m) for m in exchange.normalized["messages"]):
+        return "messages"
+    if summary in system_text(exchange.normalized):
+        return "system"
+    return None

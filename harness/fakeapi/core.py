@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
@@ -29,6 +29,7 @@ class HTTPRequest:
     headers: list[tuple[str, str]]
     body: bytes = b""
     peer_pid: int | None = None
+    via_proxy: bool = False  # sent as a proxy request (absolute URL) for this server's own address
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -77,9 +78,12 @@ class _ActiveStep:
 
 
 class FakeModelAPI:
-    def __init__(self, journal: Journal | None = None, side_calls: Iterable[SideCallRule] = ()):
+    def __init__(self, journal: Journal | None = None, side_calls: Iterable[SideCallRule] = (),
+                 compaction_calls: Iterable[SideCallRule] = ()):
         self.journal = journal if journal is not None else Journal()
         self.side_calls = tuple(side_calls)
+        self.compaction_calls = tuple(compaction_calls)  # a target's own summarization requests
+        self.own_addresses: set[str] = set()  # host:port this API answers on (the server fills it in)
         self._lock = threading.Lock()
         self._seq = 0
         self._active: _ActiveStep | None = None
@@ -111,7 +115,12 @@ class FakeModelAPI:
     # ------------------------------------------------------------ dispatch
 
     def handle(self, request: HTTPRequest) -> HTTPResponse:
-        if request.method == "CONNECT" or request.target.startswith(("http://", "https://")):
+        if request.target.startswith("http://") and urlsplit(request.target).netloc in self.own_addresses:
+            # A client that sends even loopback through the proxy variables (code-puppy 0.0.827 ignores
+            # NO_PROXY) reaches this API by name: nothing left the machine, so it is answered as sent directly.
+            parts = urlsplit(request.target)
+            request = replace(request, target=parts.path + (f"?{parts.query}" if parts.query else ""), via_proxy=True)
+        elif request.method == "CONNECT" or request.target.startswith(("http://", "https://")):
             return self._outbound(request)
         parts = urlsplit(request.target)
         path = parts.path.rstrip("/") or "/"
@@ -168,7 +177,7 @@ class FakeModelAPI:
         """A target's side-call rules come first: a title request about a compacted conversation is still a side call."""
         if any(rule.matches(normalized) for rule in self.side_calls):
             return SIDE
-        if conversation.is_compaction(normalized):
+        if conversation.is_compaction(normalized) or any(rule.matches(normalized) for rule in self.compaction_calls):
             return COMPACTION
         return MAIN
 
@@ -321,7 +330,7 @@ class FakeModelAPI:
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
         """Called with the lock held: sequence numbers follow arrival order."""
         self._seq += 1
-        return Exchange(
+        exchange = Exchange(
             seq=self._seq,
             method=request.method,
             path=path,
@@ -336,6 +345,9 @@ class FakeModelAPI:
             pid=request.peer_pid,
             protocol=anthropic.NAME,
         )
+        if request.via_proxy:
+            exchange.notes.append("sent through the proxy variables to this API's own address")
+        return exchange
 
 
 def _request_id(seq: int) -> str:

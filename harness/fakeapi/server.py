@@ -205,6 +205,7 @@ class FakeAPIServer:
     def __init__(self, api: FakeModelAPI, port: int = 0):
         self.api = api
         self._server = _Server(api, port)
+        api.own_addresses.update({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property

@@ -19,6 +19,14 @@ def resolve_target(spec: str) -> list[Target]:
         from harness.targets import claude_code
 
         return claude_code.claude_code_targets(spec)
+    if spec.startswith("pydantic-ai:"):
+        from harness.targets import pydantic_ai
+
+        return pydantic_ai.pydantic_ai_targets(spec)
+    if spec == "code-puppy" or spec.startswith(("code-puppy@", "code-puppy+")):
+        from harness.targets import code_puppy
+
+        return code_puppy.code_puppy_targets(spec)
     path, rev = split_revision(spec)
     if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.command import load_target_file
@@ -26,7 +34,7 @@ def resolve_target(spec: str) -> list[Target]:
         return [load_target_file(path, rev)]
     raise InputError(
         f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*', "
-        "'claude-code[@VERSION][+POLICY]' or the path of a target file (*.yaml, or *.yaml@REV for a git revision "
+        "'claude-code[@VERSION][+POLICY]', 'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]' or the path of a target file (*.yaml, or *.yaml@REV for a git revision "
         "of the code its `repo:` names)"
     )
 
@@ -76,4 +84,12 @@ def expectation_name_problem(name: str) -> str | None:
         from harness.targets import claude_code
 
         return claude_code.name_problem(name)
+    if name.startswith("pydantic-ai:"):
+        from harness.targets import pydantic_ai
+
+        return pydantic_ai.name_problem(name)
+    if name == "code-puppy" or name.startswith(("code-puppy@", "code-puppy+")):
+        from harness.targets import code_puppy
+
+        return code_puppy.name_problem(name)
     return None

@@ -11,7 +11,7 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from harness.errors import InputError
 from harness.fakeapi.core import SideCallRule
@@ -76,6 +76,7 @@ class Target:
     env: Mapping[str, str] = field(default_factory=dict)
     target_dir: Path = Path(".")
     side_calls: tuple[SideCallRule, ...] = ()
+    compaction_calls: tuple[SideCallRule, ...] = ()  # its summarization requests, where the fake API cannot tell them
     source: Path | None = None  # the target file, when there is one
     checkout: Path | None = None  # the agent's code at a named git revision (target files with `repo:`)
     revision: str | None = None  # the commit that checkout holds
