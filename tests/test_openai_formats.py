@@ -1,8 +1,9 @@
 """The fake API's OpenAI wire formats: Chat Completions and Responses, through a real FakeAPIServer.
 
-The `openai` SDK is not installed in this environment, so the independent client
-is the stdlib: `http.client` for the bytes and a strict SSE reader written here
-(nothing parses replies with the harness's own code). The conversation tests
+Two independent clients read the replies: the stdlib (`http.client` for the
+bytes and a strict SSE reader written here) and OpenAI's own SDK, streaming,
+which must assemble the same text, tool calls and cached-token figures.
+Nothing parses replies with the harness's own code. The conversation tests
 then run the unchanged checks over the journal read back from disk.
 """
 
@@ -13,6 +14,7 @@ import json
 import re
 from typing import Any
 
+import openai  # the test extra brings it (pydantic-ai-slim[openai]): an independent client, never skipped
 import pytest
 from vocabulary import say, step_with
 
@@ -447,3 +449,29 @@ def test_checks_judge_a_two_step_conversation(served, fmt, defect):
     context = CheckContext(tuple(exchanges), APPEND, IDENTITY_PATTERN)
     verdicts = {name: run_check(name, context).verdict for name in CHECK_NAMES}
     assert verdicts == {name: "fail" if name in DEFECTS[defect] else "pass" for name in CHECK_NAMES}
+
+
+# ---------------------------------------------------------------------------------------- OpenAI's own SDK
+
+
+def test_the_openai_sdk_streams_chat_completions_with_cached_tokens(served):
+    api, server, _ = served
+    api.begin_step(step_with(turn(TextBlock("The answer is 42."), usage=Usage(input_tokens=20, output_tokens=5,
+                                                                          cache_read_input_tokens=12))))
+    client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    chunks = list(client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "6*7?"}],
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "The answer is 42."
+    # OpenAI counts cached tokens inside prompt_tokens: 20 uncached + 12 cached.
+    assert chunks[-1].usage.prompt_tokens == 32 and chunks[-1].usage.prompt_tokens_details.cached_tokens == 12
+
+
+def test_the_openai_sdk_streams_a_response_with_a_tool_call(served):
+    api, server, _ = served
+    api.begin_step(step_with(turn(ToolUseBlock("calculator", {"expression": "6*7"}, id="call_1"))))
+    client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    with client.responses.stream(model=MODEL, instructions=IDENTITY, input="6*7?") as stream:
+        final = stream.get_final_response()
+    (call,) = [item for item in final.output if item.type == "function_call"]
+    assert (call.name, json.loads(call.arguments)) == ("calculator", {"expression": "6*7"})
+    assert final.usage.input_tokens_details.cached_tokens == 0

@@ -130,3 +130,17 @@ def test_a_key_in_an_outbound_url_is_redacted_in_the_journal_and_the_notes(serve
     assert (exchange.klass, exchange.path, exchange.destination) == (OUTBOUND, "http://example.invalid/v1/data", "example.invalid")
     assert exchange.query == "api_key=[redacted]&page=2"
     assert "SECRET123" not in path.read_text() and "SECRET123" not in (exchange.error or "")
+
+
+def test_a_proxy_request_for_the_api_itself_is_answered_as_a_direct_one(served):
+    """code-puppy 0.0.827 sends even loopback through the proxy variables: that reaches nothing but this API."""
+    api, server, _ = served
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": server.base_url}))
+    request = urllib.request.Request(f"{server.base_url}/v1/messages", data=json.dumps(messages_body()).encode(),
+                                     headers={"content-type": "application/json"}, method="POST")
+    with opener.open(request, timeout=10) as response:
+        assert response.status == 200
+        assert json.loads(response.read())["type"] == "message"
+    (exchange,) = api.journal.exchanges()
+    assert (exchange.klass, exchange.path, exchange.status) == (MAIN, "/v1/messages", 200)
+    assert exchange.notes == ["sent through the proxy variables to this API's own address", "request outside any step"]
