@@ -54,7 +54,7 @@ EXPECTED_FAILS = {  # scenario -> checks process_agent fails (persisted_agent pa
 
 @cache
 def targets(module: str, function: str, options: str) -> tuple[Target, ...]:
-    return tuple(target_module.pydantic_ai_targets(f"pydantic-ai:{module}:{function}{options}", cwd=REPO))
+    return tuple(target_module.targets(f"pydantic-ai:{module}:{function}{options}", cwd=REPO))
 
 
 def example(function: str, fmt: str, in_process: bool) -> Target:
@@ -126,7 +126,7 @@ def run_journal(run, sc, tg, keep=False):
     (f"pydantic-ai:{EXAMPLE}:process_agent+in-process+*", [f"pydantic-ai:{EXAMPLE}:process_agent+{f}+in-process" for f in FORMATS]),
 ])
 def test_a_spec_names_every_target_with_its_format(spec, names):
-    built = target_module.pydantic_ai_targets(spec, cwd=REPO)
+    built = target_module.targets(spec, cwd=REPO)
     assert [t.name for t in built] == names
     for t in built:
         assert (t.in_process is not None) == t.name.endswith("+in-process")
@@ -153,14 +153,14 @@ def test_a_spec_names_every_target_with_its_format(spec, names):
 ])
 def test_a_bad_spec_or_an_unusable_factory_fails_before_any_run(spec, fragment):
     with pytest.raises(InputError) as caught:
-        target_module.pydantic_ai_targets(spec, cwd=REPO)
+        target_module.targets(spec, cwd=REPO)
     assert fragment in str(caught.value) and repr(spec) in str(caught.value)
 
 
 def test_a_module_that_fails_to_import_is_named_with_its_error(tmp_path):
     (tmp_path / "broken.py").write_text("import no_such_dependency_of_the_agent\n")
     with pytest.raises(InputError, match=r"importing .*broken\.py raised ModuleNotFoundError: No module named 'no_such_dependency"):
-        target_module.pydantic_ai_targets("pydantic-ai:broken.py:build", cwd=tmp_path)
+        target_module.targets("pydantic-ai:broken.py:build", cwd=tmp_path)
 
 
 def test_the_command_line_reports_a_bad_target_in_one_line_with_exit_2(tmp_path):
@@ -330,7 +330,7 @@ def test_a_dotted_module_is_imported_from_the_current_directory(run, tmp_path):
     (tmp_path / "my_agents" / "__init__.py").write_text("")
     (tmp_path / "my_agents" / "tiny.py").write_text(
         "from pydantic_ai import Agent\n\ndef build():\n    return Agent(instructions='You are Tiny, a test agent.')\n")
-    (tg,) = target_module.pydantic_ai_targets("pydantic-ai:my_agents.tiny:build+openai-responses+in-process", cwd=tmp_path)
+    (tg,) = target_module.targets("pydantic-ai:my_agents.tiny:build+openai-responses+in-process", cwd=tmp_path)
     result = run(scenario("rules-edited"), tg)  # a prompt this short is never cached: no cache_reuse here
     assert tg.name == "pydantic-ai:my_agents.tiny:build+openai-responses+in-process"
     assert result.status == PASS, result.error  # literal instructions are sent afresh, and identically, every run

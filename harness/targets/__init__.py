@@ -8,6 +8,23 @@ from harness.errors import InputError
 from harness.targets.base import Target
 
 
+# Built-in target families: the spec prefix that names one, and its module (imported only when named).
+_FAMILIES = {"claude-code": "claude_code", "code-puppy": "code_puppy"}
+_PYDANTIC_AI = "pydantic-ai:"
+
+
+def _family(spec: str):
+    """The module of the built-in family a spec or expectation name belongs to, or None."""
+    import importlib
+
+    for name, module in _FAMILIES.items():
+        if spec == name or spec.startswith((f"{name}@", f"{name}+")):
+            return importlib.import_module(f"harness.targets.{module}")
+    if spec.startswith(_PYDANTIC_AI):
+        return importlib.import_module("harness.targets.pydantic_ai")
+    return None
+
+
 def resolve_target(spec: str) -> list[Target]:
     """One spec can stand for several targets (`reference:*` is the clean agent plus each defect)."""
     from harness.targets import reference  # the reference agent is imported only when asked for
@@ -15,18 +32,9 @@ def resolve_target(spec: str) -> list[Target]:
     name = spec.split(":", 1)[0]
     if name == reference.NAME:
         return reference.reference_target(spec)
-    if spec == "claude-code" or spec.startswith(("claude-code@", "claude-code+")):
-        from harness.targets import claude_code
-
-        return claude_code.claude_code_targets(spec)
-    if spec.startswith("pydantic-ai:"):
-        from harness.targets import pydantic_ai
-
-        return pydantic_ai.pydantic_ai_targets(spec)
-    if spec == "code-puppy" or spec.startswith(("code-puppy@", "code-puppy+")):
-        from harness.targets import code_puppy
-
-        return code_puppy.code_puppy_targets(spec)
+    family = _family(spec)
+    if family is not None:
+        return family.targets(spec)
     path, rev = split_revision(spec)
     if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.command import load_target_file
@@ -34,8 +42,9 @@ def resolve_target(spec: str) -> list[Target]:
         return [load_target_file(path, rev)]
     raise InputError(
         f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*', "
-        "'claude-code[@VERSION][+POLICY]', 'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]' or the path of a target file (*.yaml, or *.yaml@REV for a git revision "
-        "of the code its `repo:` names)"
+        "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
+        "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]' or the path of a target file "
+        "(*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
     )
 
 
@@ -80,16 +89,7 @@ def expectation_name_problem(name: str) -> str | None:
         except InputError as exc:
             return str(exc)
         return None
-    if name == "claude-code" or name.startswith(("claude-code@", "claude-code+")):
-        from harness.targets import claude_code
-
-        return claude_code.name_problem(name)
-    if name.startswith("pydantic-ai:"):
-        from harness.targets import pydantic_ai
-
-        return pydantic_ai.name_problem(name)
-    if name == "code-puppy" or name.startswith(("code-puppy@", "code-puppy+")):
-        from harness.targets import code_puppy
-
-        return code_puppy.name_problem(name)
+    family = _family(name)
+    if family is not None:
+        return family.name_problem(name)
     return None

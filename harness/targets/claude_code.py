@@ -55,7 +55,7 @@ SIDE_CALLS = (
 )
 
 
-def claude_code_targets(spec: str) -> list[Target]:
+def targets(spec: str) -> list[Target]:
     """`claude-code`, `claude-code@2.1.300`, `claude-code@2.1.300+append-first-launch-only`, `...+*`."""
     version, policies = parse_spec(spec)
     command = cli_command(version)

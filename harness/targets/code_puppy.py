@@ -50,7 +50,7 @@ SIDE_CALLS = (SideCallRule(system=r"You name coding-agent chat sessions"),)
 COMPACTION_CALLS = (SideCallRule(system=r"^You are a context summarization assistant"),)
 
 
-def code_puppy_targets(spec: str) -> list[Target]:
+def targets(spec: str) -> list[Target]:
     """`code-puppy`, `code-puppy@0.0.946`, `code-puppy@latest+anthropic+memory`, `code-puppy+*`, ..."""
     version, variants = parse_spec(spec)
     if version == LATEST:

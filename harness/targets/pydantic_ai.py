@@ -97,7 +97,7 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def pydantic_ai_targets(spec_text: str, cwd: Path | None = None) -> list[Target]:
+def targets(spec_text: str, cwd: Path | None = None) -> list[Target]:
     spec = parse_spec(spec_text)
     cwd = (cwd or Path.cwd()).resolve()
     module_arg = spec.module
