@@ -11,6 +11,11 @@ WORKERS ?= auto
 # into .tools/, reused across runs).
 CLAUDE_CODE_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
 CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
+# code-puppy releases from PyPI, the same way: the pinned one and the one the seeds' fixes were proposed against.
+CODE_PUPPY_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
+CODE_PUPPY_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
+# The pydantic-ai example agent, in both builds (scenarios/code-puppy expects the one to pass, the other to fail).
+EXAMPLE_AGENT := pydantic-ai:examples/pydantic-ai-agent/agent.py
 
 # Root installs system packages directly; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -40,14 +45,20 @@ $(STAMP): pyproject.toml
 # The scenario library against the clean reference agent and each of its known
 # defects; the Claude Code suite against both Claude Code builds under every launch
 # policy; auto-compaction against the pinned build (the older one refuses the turn
-# instead of compacting). Exit 0 when every verdict matches the scenarios'
-# expectations. Every run happens even after a failed one; one report folder each.
+# instead of compacting); the code-puppy suite against both code-puppy releases
+# (every format and memory setting on the pinned one) and the pydantic-ai example.
+# Exit 0 when every verdict matches the scenarios' expectations. Every run happens
+# even after a failed one; one report folder each.
 run: tools
 	@status=0; \
 	$(BIN)/harness run scenarios --target 'reference:*' || status=$$?; \
 	$(BIN)/harness run scenarios/claude-code \
 	  --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' --target 'claude-code@$(CLAUDE_CODE_OLDER)+*' || status=$$?; \
 	$(BIN)/harness run scenarios/claude-code-auto-compaction --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' || status=$$?; \
+	$(BIN)/harness run scenarios/code-puppy \
+	  --target 'code-puppy@$(CODE_PUPPY_PINNED)+*' --target 'code-puppy@$(CODE_PUPPY_OLDER)+openai' \
+	  --target 'code-puppy@$(CODE_PUPPY_OLDER)+anthropic' \
+	  --target '$(EXAMPLE_AGENT):persisted_agent+*+in-process' --target '$(EXAMPLE_AGENT):process_agent+*+in-process' || status=$$?; \
 	exit $$status
 
 test: tools browser
