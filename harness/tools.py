@@ -20,7 +20,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import harness
 from harness.errors import InputError
@@ -80,20 +80,24 @@ def _npm_install(tool: str, package: str, version: str, home: Path, quiet: bool)
     # Install scripts stay off: the harness runs the platform binary itself, and nothing runs at install time.
     argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save",
             "--ignore-scripts", "--loglevel=error", f"{package}@{version}"]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise InputError(f"installing {package}@{version} timed out after {_INSTALL_TIMEOUT_S}s") from None
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        why = _npm_reason(done.stderr, package, version)
-        raise InputError(f"cannot install {package}@{version}: {why}")
+    _install_step(argv, f"{package}@{version}", staging, lambda err: _npm_reason(err, package, version))
     (staging / ".complete").write_text(f"{package}@{version}\n")
     shutil.rmtree(home, ignore_errors=True)
     os.rename(staging, home)
     if not quiet:
         print(f"harness: installed {package}@{version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def _install_step(argv: list[str], what: str, partial: Path, reason: Callable[[str], str]) -> None:
+    """One installer command; on failure the partial install is removed and the installer's reason raised."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise InputError(f"installing {what} timed out after {_INSTALL_TIMEOUT_S}s") from None
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise InputError(f"cannot install {what}: {reason(done.stderr)}")
 
 
 def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False) -> Path:
@@ -123,14 +127,7 @@ def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, 
          "--no-input", f"{package}=={version}"],
     ]
     for argv in steps:
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(home, ignore_errors=True)
-            raise InputError(f"installing {package}=={version} timed out after {_INSTALL_TIMEOUT_S}s") from None
-        if done.returncode != 0:
-            shutil.rmtree(home, ignore_errors=True)
-            raise InputError(f"cannot install {package}=={version}: {_pip_reason(done.stderr, package, version)}")
+        _install_step(argv, f"{package}=={version}", home, lambda err: _pip_reason(err, package, version))
     (home / ".complete").write_text(f"{package}=={version}\n")
     if not quiet:
         print(f"harness: installed {package}=={version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
