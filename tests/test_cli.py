@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
+from vocabulary import as_foreground
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios"
 SCENARIO = """\
@@ -133,7 +134,7 @@ def test_targets_lists_every_defect(tmp_path):
 def test_serve_answers_and_journals_until_interrupted(tmp_path):
     journal = tmp_path / "serve.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--journal", str(journal)],
-                            cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=as_foreground)
     try:
         first = proc.stderr.readline()
         assert first.startswith("fake model API listening on http://127.0.0.1:")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from vocabulary import as_foreground
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 SCENARIO = "name: {name}\nappend: x\nsteps:\n  - launch: {{prompt: a, reply: A}}\n{more}"
@@ -54,6 +55,7 @@ def test_a_stopped_run_is_reported_as_interrupted_and_its_step_killed(tmp_path, 
         [sys.executable, "-m", "harness", "run", "a.yaml", "b.yaml", "c.yaml", "--target", str(AGENTS / "hang-on-resume.yaml"),
          "--report-dir", str(out), "--keep-workspace"],
         cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_foreground,
     )
     try:
         pids_file = wait_for("harness-b-stopped-during*/home/pids.json", scratch)  # the resume is hanging now

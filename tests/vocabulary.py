@@ -80,3 +80,14 @@ def messages_body(text: str = "What is 6*7?", *, system: Any = None, stream: boo
     if stream:
         body["stream"] = True
     return body
+
+
+def as_foreground() -> None:
+    """Popen preexec_fn: Ctrl-C works as at a terminal, even when the tests run as a background job.
+
+    A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across
+    exec; a harness started that way would never see the SIGINT these tests send it.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
