@@ -45,10 +45,10 @@ def pytest_terminal_summary(terminalreporter):
         rows = sorted(_rows, key=lambda r: (r["target"] != "reference", r["order"]))
         checks = rows[0]["checks"]
         header = ["target", *checks, "verdicts as expected"]
-        table = [[r["target"], *(f"fails {r['fails'][c]}/{r['scenarios']}" for c in checks),
+        table = [[r["target"], *(f"fails {r['fails'][c]}/{r['judged'][c]}" for c in checks),
                   f"{r['as_expected']}/{r['scenarios']}"] for r in rows]
         _write_table(terminalreporter, "reference agent × scenario library",
-                     "scenarios in which each check failed, per target (from the journals of real runs):", header, table)
+                     "scenarios in which each check failed, of those that list it, per target (from the journals of real runs):", header, table)
     if _claude_code_cells:
         scenarios = sorted({c["scenario"] for c in _claude_code_cells})
         targets = sorted({c["target"] for c in _claude_code_cells}, key=lambda t: [-int(n) for n in t.split("@")[1].split("+")[0].split(".")] + [t])
