@@ -102,7 +102,7 @@ def test_verdicts_match_the_measured_expectations_and_the_bytes(scenario_file, n
     unexpected = {c.check: f"expected {c.expected_verdict}, got {c.verdict}: {c.message}" for c in result.checks if not c.as_expected}
     assert not unexpected, unexpected
     for check, verdict in derived_verdicts(journal).items():
-        if check in verdicts and not result.scenario.startswith("cp-compaction"):  # compaction changes what "prefix" spans
+        if check in verdicts:
             assert verdicts[check] == verdict, f"{check}: the check says {verdicts[check]}, the raw bytes say {verdict}"
 
 
