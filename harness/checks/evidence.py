@@ -70,6 +70,18 @@ def _context(data: bytes, offset: int) -> str:
     before = data[start:offset].decode("utf-8", errors="replace")
     at = data[offset : offset + 1].decode("utf-8", errors="replace") if offset < len(data) else "<end>"
     after = data[offset + 1 : offset + 1 + CONTEXT_BYTES].decode("utf-8", errors="replace")
-    lead = "…" if start > 0 else ""
-    tail = "…" if offset + 1 + CONTEXT_BYTES < len(data) else ""
-    return repr(lead + before)[1:-1] + "⟦" + repr(at)[1:-1] + "⟧" + repr(after + tail)[1:-1]
+    return marked(before, at, after, start > 0, offset + 1 + CONTEXT_BYTES < len(data))
+
+
+def around(text: str, start: int, length: int) -> str:
+    """A found span of text with ⟦…⟧ around it (clipped) and context either side."""
+    before = text[max(0, start - CONTEXT_BYTES) : start]
+    after = text[start + length : start + length + CONTEXT_BYTES]
+    return marked(before, clip(text[start : start + length], 60), after,
+                  start > CONTEXT_BYTES, start + length + CONTEXT_BYTES < len(text))
+
+
+def marked(before: str, inner: str, after: str, more_before: bool, more_after: bool) -> str:
+    """One line for a message: escapes shown, ⟦…⟧ around what matters, … where the text goes on."""
+    lead, tail = ("…" if more_before else ""), ("…" if more_after else "")
+    return repr(lead + before)[1:-1] + "⟦" + repr(inner)[1:-1] + "⟧" + repr(after + tail)[1:-1]

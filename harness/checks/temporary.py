@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.context import CheckContext
-from harness.checks.evidence import CONTEXT_BYTES, clip, where
+from harness.checks.evidence import around, clip, where
 from harness.checks.prefix import block_at, breakpoint_index, system_prefix
 from harness.fakeapi.conversation import message_text, system_text
 from harness.fakeapi.exchange import Exchange
@@ -96,15 +96,6 @@ def durable_prefix(exchange: Exchange, temporary: list[str]) -> str:
         end = len(head) - len(tail)
 
 
-def _around(text: str, start: int, length: int) -> str:
-    before = text[max(0, start - CONTEXT_BYTES) : start]
-    after = text[start + length : start + length + CONTEXT_BYTES]
-    lead = "…" if start > CONTEXT_BYTES else ""
-    tail = "…" if start + length + CONTEXT_BYTES < len(text) else ""
-    inner = clip(text[start : start + length], 60)
-    return repr(lead + before)[1:-1] + "⟦" + repr(inner)[1:-1] + "⟧" + repr(after + tail)[1:-1]
-
-
 def _byte_offset(text: str, index: int) -> int:
     return len(text[:index].encode("utf-8"))
 
@@ -119,13 +110,13 @@ def locate(exchange: Exchange, text: str, temporary: list[str]) -> list[Found]:
     if index >= 0:
         offset = _byte_offset(durable, index)
         block = block_at(exchange, offset)
-        found.append(Found(PREFIX, offset, _around(durable, index, len(text)), block,
+        found.append(Found(PREFIX, offset, around(durable, index, len(text)), block,
                            f"system block {block}, offset {offset} of the durable prefix"))
     full = system_text(normalized)
     if full.count(text) > durable.count(text):
         index = full.rfind(text)
         offset = _byte_offset(full, index)
-        found.append(Found(AFTER, offset, _around(full, index, len(text)), None, f"offset {offset} of the system text"))
+        found.append(Found(AFTER, offset, around(full, index, len(text)), None, f"offset {offset} of the system text"))
     else:
         found += _in_messages(messages, text, ("system",), AFTER)[:1]
     found += _in_messages(messages, text, ("user", "assistant"), HISTORY)[:1]
@@ -139,7 +130,7 @@ def _in_messages(messages: list[dict], text: str, roles: tuple[str, ...], place:
         index = content.find(text)
         if index >= 0:
             offset = _byte_offset(content, index)
-            out.append(Found(place, offset, _around(content, index, len(text)), i,
+            out.append(Found(place, offset, around(content, index, len(text)), i,
                              f"message {i} ({message['role']}), offset {offset} of its text"))
     return out
 
