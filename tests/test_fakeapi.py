@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.fakeapi import cache_sim
-from harness.fakeapi.core import FakeModelAPI, SideCallRule
+from harness.fakeapi.core import FakeModelAPI, RequestRule
 from harness.fakeapi.journal import Journal, read_journal
 from harness.fakeapi.protocols.anthropic import MODELS
 from harness.fakeapi.server import FakeAPIServer
@@ -811,8 +811,8 @@ def test_compaction_classification(server, api, system, prompt, klass):
 
 def test_side_call_rules(server, api):
     api.side_calls = (
-        SideCallRule(model=r"haiku", system=r"(?i)title"),
-        SideCallRule(prompt=r"^quota$"),
+        RequestRule(model=r"haiku", system=r"(?i)title"),
+        RequestRule(prompt=r"^quota$"),
     )
     api.begin_step(step(say("main 1"), say("main 2")))
     requests = [
@@ -827,7 +827,7 @@ def test_side_call_rules(server, api):
     assert [(e.klass, e.unforeseen) for e in api.journal.exchanges()] == [
         ("side", False), ("side", False), ("main", False), ("main", False), ("main", True),
     ]
-    assert SideCallRule().matches({"model": "x", "system": [], "messages": []}) is False
+    assert RequestRule().matches({"model": "x", "system": [], "messages": []}) is False
 
 
 # --------------------------------------------------------------------------- 9. the journal

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.core import RequestRule
 from harness.fakeapi.exchange import MAIN, Exchange
 from harness.reference_agent import KNOWN_DEFECTS
 from harness.targets import resolve_target, resolve_targets
@@ -86,7 +86,7 @@ side_calls:
     assert target.identity_regex == "^I am .*"
     assert target.timeout_s == 2.5
     assert dict(target.env) == {"HOME_COPY": "{home}", "LITERAL": "{{x}}"}
-    assert target.side_calls == (SideCallRule(model="haiku"), SideCallRule(system="title", prompt="^Name this"))
+    assert target.side_calls == (RequestRule(model="haiku"), RequestRule(system="title", prompt="^Name this"))
 
 
 # --------------------------------------------------------------------------- bad target files

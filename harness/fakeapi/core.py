@@ -49,11 +49,13 @@ class HTTPResponse:
 
 
 @dataclass(frozen=True)
-class SideCallRule:
-    """A request is a side call when every given pattern matches (searched, not anchored).
+class RequestRule:
+    """A request matches when every given pattern matches (searched, not anchored).
 
-    Targets declare these for their background requests (titles, quota probes),
-    so checks judge only the conversation's own turns.
+    Targets declare these to classify their own requests: background ones
+    (titles, quota probes) as side calls, so checks judge only the
+    conversation's own turns, and summarizer requests the fake API cannot
+    recognize by itself as compactions.
     """
 
     model: str | None = None
@@ -78,8 +80,8 @@ class _ActiveStep:
 
 
 class FakeModelAPI:
-    def __init__(self, journal: Journal | None = None, side_calls: Iterable[SideCallRule] = (),
-                 compaction_calls: Iterable[SideCallRule] = ()):
+    def __init__(self, journal: Journal | None = None, side_calls: Iterable[RequestRule] = (),
+                 compaction_calls: Iterable[RequestRule] = ()):
         self.journal = journal if journal is not None else Journal()
         self.side_calls = tuple(side_calls)
         self.compaction_calls = tuple(compaction_calls)  # a target's own summarization requests

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from harness.errors import InputError
-from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.core import RequestRule
 from harness.fakeapi.exchange import Exchange
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
@@ -75,8 +75,8 @@ class Target:
     timeout_s: float = 60.0
     env: Mapping[str, str] = field(default_factory=dict)
     target_dir: Path = Path(".")
-    side_calls: tuple[SideCallRule, ...] = ()
-    compaction_calls: tuple[SideCallRule, ...] = ()  # its summarization requests, where the fake API cannot tell them
+    side_calls: tuple[RequestRule, ...] = ()
+    compaction_calls: tuple[RequestRule, ...] = ()  # its summarization requests, where the fake API cannot tell them
     source: Path | None = None  # the target file, when there is one
     checkout: Path | None = None  # the agent's code at a named git revision (target files with `repo:`)
     revision: str | None = None  # the commit that checkout holds

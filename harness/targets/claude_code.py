@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.tools import VERSION_RE, npm_package_dir
 
@@ -48,10 +48,10 @@ OFFLINE_ENV = {
 # Claude Code's own background requests, not turns of the conversation (seen by running
 # 2.0.0 to 2.1.332): session titles, a quota probe, and 2.0.x's small-model helpers.
 SIDE_CALLS = (
-    SideCallRule(system=r"(?i)naming a coding session|generate a concise, sentence-case title|write a 5-10 word title"),
-    SideCallRule(prompt=r"(?i)^please write a 5-10 word title"),
-    SideCallRule(model=r"haiku"),
-    SideCallRule(prompt=r"^quota$"),
+    RequestRule(system=r"(?i)naming a coding session|generate a concise, sentence-case title|write a 5-10 word title"),
+    RequestRule(prompt=r"(?i)^please write a 5-10 word title"),
+    RequestRule(model=r"haiku"),
+    RequestRule(prompt=r"^quota$"),
 )
 
 

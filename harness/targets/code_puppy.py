@@ -15,7 +15,7 @@ import itertools
 import json
 
 from harness.errors import InputError
-from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.tools import VERSION_RE, pip_latest_version, pip_venv_dir
 
@@ -45,9 +45,9 @@ SESSION_NAME = "harness-session"
 SESSION_ID = SessionIdSource("stdout_regex", r"Created new session: (\S+)")
 _MODEL_KEY = "harness-model"
 # Its background requests, not turns of the conversation (seen by running 0.0.946).
-SIDE_CALLS = (SideCallRule(system=r"You name coding-agent chat sessions"),)
+SIDE_CALLS = (RequestRule(system=r"You name coding-agent chat sessions"),)
 # /compact's summarization request; its reply becomes the summary code-puppy keeps.
-COMPACTION_CALLS = (SideCallRule(system=r"^You are a context summarization assistant"),)
+COMPACTION_CALLS = (RequestRule(system=r"^You are a context summarization assistant"),)
 
 
 def targets(spec: str) -> list[Target]:

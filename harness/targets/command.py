@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.fakeapi.core import SideCallRule
+from harness.fakeapi.core import RequestRule
 from harness.targets.base import (
     COMMAND_KINDS,
     DEFAULT_IDENTITY,
@@ -186,7 +186,7 @@ class _TargetReader(Reader):
             env[key] = text
         return env
 
-    def side_calls(self, doc: LocatedDict) -> tuple[SideCallRule, ...]:
+    def side_calls(self, doc: LocatedDict) -> tuple[RequestRule, ...]:
         if "side_calls" not in doc:
             return ()
         items = doc["side_calls"]
@@ -203,7 +203,7 @@ class _TargetReader(Reader):
                 key: self.regex(self.string(m[key], m.key_line(key), child_path(where, key)), m.key_line(key), child_path(where, key))
                 for key in m
             }
-            rules.append(SideCallRule(**patterns))
+            rules.append(RequestRule(**patterns))
         return tuple(rules)
 
     def regex(self, text: str, line: int | None, where: str) -> str:
