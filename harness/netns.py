@@ -40,6 +40,16 @@ variants: probed once per process), and when HARNESS_NETNS=off, steps run as
 before (the proxy variables point at the fake API, which journals and refuses
 other hosts) and every step's notes say so.
 
+Private directories (`private_dirs`, e.g. {"/var/tmp": WORKSPACE/var-tmp}):
+some agents write outside their workspace where the harness cannot redirect
+them; `inspect eval` (Inspect AI) leaves /var/tmp/.<hex> and
+/var/tmp/sandbox-services on the host. For such a step the launcher also enters
+a mount namespace (in the same unshare), makes every mount in it private
+(nothing propagates back to the host's) and binds each directory over its path
+before exec; the notes say "private /var/tmp: bound to DIR". A bind that fails
+fails the step, naming the paths. Where namespaces are unavailable or switched
+off, the step runs without, and its notes say "/var/tmp not private: ...".
+
 The namespace keeps accidents in; it is not a jail: an agent running as real
 root may still setns() back into the host's network namespace.
 """
@@ -58,7 +68,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from harness import netns_launcher as launcher
 
@@ -128,25 +138,32 @@ def _probe() -> Availability:
 
 
 @contextlib.contextmanager
-def isolated_step(argv: Sequence[str], server: "FakeAPIServer") -> Iterator[StepIsolation]:
+def isolated_step(argv: Sequence[str], server: "FakeAPIServer",
+                  private_dirs: Mapping[str, Path] | None = None) -> Iterator[StepIsolation]:
     """`with isolated_step(argv, server) as iso: run_process(iso.argv, ..., pass_fds=iso.pass_fds)`.
 
     Inside, the argv runs in a network namespace of its own whose 127.0.0.1:server.port
     is served by `server`; afterwards iso.error (if set) is the step's error and iso.notes
     go into the step's notes. Off or unavailable: the argv unchanged, and a note saying so.
+    `private_dirs` maps an absolute path (e.g. "/var/tmp") to an existing host directory
+    that the step sees there instead, in a mount namespace of its own.
     """
+    binds = _binds(private_dirs)
     if switched_off():
-        yield StepIsolation(list(argv), notes=[f"network isolation off ({SWITCH}={os.environ[SWITCH]}): {PROXY_ONLY}"])
+        off = f"network isolation off ({SWITCH}={os.environ[SWITCH]})"
+        yield StepIsolation(list(argv), notes=[f"{off}: {PROXY_ONLY}", *_not_private(binds, off)])
         return
     can = availability()
     if not can.available:
-        yield StepIsolation(list(argv), notes=[f"network namespaces unavailable here: {can.reason}; {PROXY_ONLY}"])
+        yield StepIsolation(list(argv), notes=[f"network namespaces unavailable here: {can.reason}; {PROXY_ONLY}",
+                                               *_not_private(binds, f"namespaces unavailable here: {can.reason}")])
         return
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    handover = _Handover(ours, theirs, server)
+    handover = _Handover(ours, theirs, server, binds)
     isolation = StepIsolation(
         [*LAUNCHER, "--port", str(server.port), "--channel", str(theirs.fileno()),
-         "--timeout", f"{HANDSHAKE_TIMEOUT_S:g}", "--", *argv],
+         "--timeout", f"{HANDSHAKE_TIMEOUT_S:g}", *(arg for t, s in binds for arg in ("--bind", f"{t}={s}")),
+         "--", *argv],
         pass_fds=(theirs.fileno(),), isolated=True,
     )
     handover.start()
@@ -158,12 +175,27 @@ def isolated_step(argv: Sequence[str], server: "FakeAPIServer") -> Iterator[Step
         isolation.notes.extend(handover.notes)
 
 
+def _binds(private_dirs: Mapping[str, Path] | None) -> list[tuple[str, str]]:
+    """(target, source) pairs for the launcher's `--bind TARGET=SOURCE`: absolute paths, no "=" in a target."""
+    binds = []
+    for target, source in (private_dirs or {}).items():
+        if not os.path.isabs(target) or "=" in target:
+            raise ValueError(f"a private directory's path must be absolute and without '=': {target!r}")
+        binds.append((os.path.normpath(target), os.path.abspath(source)))
+    return binds
+
+
+def _not_private(binds: Sequence[tuple[str, str]], why: str) -> list[str]:
+    return [f"{target} not private: {why}; the step shares the host's {target}" for target, _ in binds]
+
+
 class _Handover:
     """The harness's half of one step's handshake: receive, adopt, acknowledge, then watch the exec."""
 
-    def __init__(self, ours: socket.socket, theirs: socket.socket, server: "FakeAPIServer"):
+    def __init__(self, ours: socket.socket, theirs: socket.socket, server: "FakeAPIServer",
+                 binds: Sequence[tuple[str, str]] = ()):
         self._thread = threading.Thread(target=self._run, name="netns-handover", daemon=True)
-        self._ours, self._theirs, self._server = ours, theirs, server
+        self._ours, self._theirs, self._server, self._binds = ours, theirs, server, binds
         self._over = threading.Event()
         self._lock = threading.Lock()
         self._adopted = None
@@ -199,6 +231,11 @@ class _Handover:
             return
         if "error" in message:
             self.error = f"could not isolate the step's network: {message['error']} (the agent was not started)"
+            return
+        if "mount_error" in message:
+            targets = ", ".join(target for target, _ in self._binds)
+            self.error = (f"could not make {targets} private to the step: {message['mount_error']} "
+                          "(the agent was not started)")
             return
         named = dict(zip(message["fds"], fds))
         from harness.fakeapi.peer import NamespaceTables
@@ -262,7 +299,8 @@ class _Handover:
             self.error = self.error or "network isolation: the handover thread did not finish"
         if self._adopted is not None:
             self._adopted.close()
-        if self.handed_over:
+        if self.handed_over:  # the launcher bound the private directories before it handed over
+            self.notes.extend(f"private {target}: bound to {source}" for target, source in self._binds)
             note = _attempts_note(_read_counters(self._counter_fds))
             if note:
                 self.notes.append(note)

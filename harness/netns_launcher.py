@@ -4,6 +4,8 @@ Run as a script with the standard library only (`python -I -S netns_launcher.py`
 it enters a new network namespace, brings `lo` up, listens on the fake API's
 port there, hands that listener and the namespace's /proc/net tables to the
 harness over a socket pair, waits for the acknowledgement, then execs the agent.
+With `--bind TARGET=SOURCE` (repeatable) it also enters a mount namespace, makes
+every mount in it private, and binds each SOURCE over its TARGET first.
 It must not import the harness: `-I` keeps the checkout off sys.path.
 """
 
@@ -19,9 +21,12 @@ import signal
 import socket
 import struct
 import sys
+from collections.abc import Sequence
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x00020000
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _EXIT_ISOLATION, _EXIT_CANNOT_EXEC, _EXIT_NOT_FOUND = 125, 126, 127  # as env(1) and unshare(1)
 TABLES = ("tcp", "tcp6", "snmp", "snmp6")  # sent in this order: tcp tables for the sending pid, snmp for the report
@@ -32,15 +37,24 @@ class _Refused(Exception):
     pass
 
 
+class _MountFailed(Exception):
+    """A namespace was had, but a private directory could not be bound: the step fails, naming the paths."""
+
+
 _WAYS = (("network namespace", CLONE_NEWNET, "CLONE_NEWNET"),
          ("user and network namespace", CLONE_NEWUSER | CLONE_NEWNET, "CLONE_NEWUSER|CLONE_NEWNET"))
 
 
-def _enter_namespace() -> str:
-    """A network namespace with lo up: as root; else (or where root may not bring lo up) inside a user namespace."""
+def _enter_namespace(mounts: bool = False) -> str:
+    """A network namespace with lo up: as root; else (or where root may not bring lo up) inside a user namespace.
+
+    `mounts`: a mount namespace too, in the same unshare (in a user namespace, one it owns).
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     failures = []
     for how, flags, name in _WAYS:
+        if mounts:
+            flags, name = flags | CLONE_NEWNS, f"{name}|CLONE_NEWNS"
         uid, gid = os.geteuid(), os.getegid()
         if libc.unshare(flags) != 0:
             failures.append(f"unshare({name}): {os.strerror(ctypes.get_errno())}")
@@ -67,9 +81,23 @@ def _loopback_up() -> None:
         fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
 
 
-def _isolate(port: int) -> tuple[str, socket.socket, dict[str, int]]:
+def _bind_private(binds: Sequence[tuple[str, str]]) -> None:
+    """In the new mount namespace: nothing propagates to the host's, then each source over its target."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise _MountFailed(f"cannot make the mounts under / private: {os.strerror(ctypes.get_errno())}")
+    for target, source in binds:
+        if libc.mount(os.fsencode(source), os.fsencode(target), None, MS_BIND | MS_REC, None) != 0:
+            code = ctypes.get_errno()
+            raise _MountFailed(f"cannot bind {source} over {target}: [Errno {code}] {os.strerror(code)}")
+
+
+def _isolate(port: int, binds: Sequence[tuple[str, str]] = ()) -> tuple[str, socket.socket, dict[str, int]]:
     try:
-        how = _enter_namespace()
+        how = _enter_namespace(mounts=bool(binds))
+        if binds:
+            _bind_private(binds)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
@@ -120,13 +148,16 @@ def _fail(channel: socket.socket, key: str, message: str, code: int) -> int:
     return code
 
 
-def _launch(port: int, channel_fd: int, timeout_s: float, argv: list[str]) -> int:
+def _launch(port: int, channel_fd: int, timeout_s: float, argv: list[str],
+            binds: Sequence[tuple[str, str]] = ()) -> int:
     os.set_inheritable(channel_fd, False)  # the agent never sees the pair
     channel = socket.socket(fileno=channel_fd)
     try:
-        how, listener, tables = _isolate(port)
+        how, listener, tables = _isolate(port, binds)
     except _Refused as exc:
         return _fail(channel, "error", str(exc), _EXIT_ISOLATION)
+    except _MountFailed as exc:
+        return _fail(channel, "mount_error", str(exc), _EXIT_ISOLATION)
     names = ["listener", *tables]
     fds = [listener.fileno(), *tables.values()]
     try:
@@ -159,16 +190,22 @@ def _launcher_main(args: list[str]) -> int:
     if args == ["--probe"]:
         return _probe_main()
     options: dict[str, str] = {}
+    binds: list[tuple[str, str]] = []
     while args and args[0] != "--":
         if len(args) < 2:
             break
-        options[args[0]] = args[1]
+        if args[0] == "--bind" and "=" in args[1]:
+            target, source = args[1].split("=", 1)
+            binds.append((target, source))
+        else:
+            options[args[0]] = args[1]
         args = args[2:]
     argv = args[1:]
     if set(options) != {"--port", "--channel", "--timeout"} or not argv:
-        print("usage: netns_launcher.py --port PORT --channel FD --timeout SECONDS -- ARGV... | --probe", file=sys.stderr)
+        print("usage: netns_launcher.py --port PORT --channel FD --timeout SECONDS [--bind TARGET=SOURCE]... "
+              "-- ARGV... | --probe", file=sys.stderr)
         return 2
-    return _launch(int(options["--port"]), int(options["--channel"]), float(options["--timeout"]), argv)
+    return _launch(int(options["--port"]), int(options["--channel"]), float(options["--timeout"]), argv, binds)
 
 
 if __name__ == "__main__":
