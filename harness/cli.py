@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
-    from harness.report import console, write_reports
+    from harness.report import console, vantage, write_reports
     from harness.runner import run_matrix
     from harness.scenario_file import load_scenarios
     from harness.targets import resolve_targets
@@ -100,15 +100,19 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     progress = None if args.quiet else console.ConsoleProgress()
     results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     written = write_reports(results, report_dir, command)
-    _print_outcome(console.table(results), console.failure_details(results), written, report_dir)
+    _print_outcome(console.table(results), console.failure_details(results), written, report_dir,
+                   vantage.text_section(results))
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
 
 
-def _print_outcome(table: str, details: str, written: list[Path], report_dir: Path) -> None:
-    """The verdict table, the evidence for what went wrong, and where the reports are."""
+def _print_outcome(table: str, details: str, written: list[Path], report_dir: Path, both_sides: str = "") -> None:
+    """The verdict table, the caller's text from both sides, the evidence for what went wrong, where the reports are."""
     print(table)
+    if both_sides:
+        print()
+        print(both_sides)
     if details:
         print()
         print(details)

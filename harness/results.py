@@ -57,6 +57,7 @@ class RunResult:
     error: str | None = None
     scenario_path: str | None = None
     journal: str | None = None
+    launch_journal: str | None = None  # every launch of the agent binary: argv, steering environment, exit code
     workspace: str | None = None  # kept HOME and working folder (--keep-workspace)
     duration_s: float = 0.0
     interrupted: bool = False  # the harness was stopped (Ctrl-C, SIGTERM) during or before this run

@@ -15,15 +15,17 @@ import traceback
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from harness import netns, workdir
+from harness import launcher_run, netns, workdir
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import OUTBOUND, Exchange, redact_text
+from harness.fakeapi.exchange import Exchange, redact_text
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.server import FakeAPIServer
+from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
 from harness.process import run_process, tail
 from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario, Step
+from harness.step_requests import failed_as_scripted, record_requests
 from harness.targets.base import MissingValue, Target, render
 from harness.terminal import strip_escapes
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
@@ -103,6 +105,10 @@ def run_scenario(
     if journal_path is not None and journal_path.exists():
         journal_path.unlink()  # a journal describes one run, never two appended
     journal = Journal(journal_path)
+    launches_path = launch_journal_path(journal_path) if journal_path is not None else None
+    if launches_path is not None and launches_path.exists():
+        launches_path.unlink()
+    launches = LaunchJournal(launches_path)
     api = FakeModelAPI(journal, side_calls=target.side_calls, compaction_calls=target.compaction_calls)
     workspace = Workspace.create(f"{scenario.name}-{target.name}")
     result = RunResult(
@@ -111,6 +117,7 @@ def run_scenario(
         status=ERROR,
         scenario_path=str(scenario.path) if scenario.path else None,
         journal=str(journal_path) if journal_path else None,
+        launch_journal=str(launches_path) if launches_path else None,
     )
     stopped = False
     try:
@@ -120,10 +127,14 @@ def run_scenario(
                 workdir.prepare(workspace.workdir, scenario, workspace.home)
             except workdir.WorkdirError as exc:
                 result.error = f"preparing the git working directory: {exc}"
-            for step in scenario.steps if not result.error else ():
-                step_result, session_id = _run_step(scenario, target, step, api, journal, server, workspace, session_id)
-                result.steps.append(step_result)
-                progress.step_finished(scenario, target, step_result)
+            if target.launcher is not None and not result.error:  # one launcher process, one launch per step
+                result.error = launcher_run.run_steps(
+                    scenario, target, api, journal, launches, server, workspace,
+                    lambda step_result: _step_done(result, progress, scenario, target, step_result),
+                )
+            for step in scenario.steps if not result.error and target.launcher is None else ():
+                step_result, session_id = _run_step(scenario, target, step, api, journal, launches, server, workspace, session_id)
+                _step_done(result, progress, scenario, target, step_result)
                 if step_result.error:
                     result.error = f"step {step.index} ({step.kind}): {step_result.error}"
                     break
@@ -135,16 +146,22 @@ def run_scenario(
         result.interrupted = True
     finally:
         journal.close()
+        launches.close()
         if keep_workspace:
             result.workspace = str(workspace.root)
         else:
             workspace.remove()
-    result.checks = judge(scenario, target, journal.exchanges(), result.error)
+    result.checks = judge(scenario, target, journal.exchanges(), result.error, launches.launches())
     result.status = _status(result)
     result.duration_s = time.monotonic() - started
     if stopped:
         raise Interrupted(result)
     return result
+
+
+def _step_done(result: RunResult, progress: Progress, scenario: Scenario, target: Target, step_result: StepResult) -> None:
+    result.steps.append(step_result)
+    progress.step_finished(scenario, target, step_result)
 
 
 def _run_step(
@@ -153,6 +170,7 @@ def _run_step(
     step: Step,
     api: FakeModelAPI,
     journal: Journal,
+    launches: LaunchJournal,
     server: FakeAPIServer,
     workspace: Workspace,
     session_id: str | None,
@@ -194,6 +212,8 @@ def _run_step(
     stdout_path = workspace.logs / f"step-{step.index}.stdout"
     stderr_path = workspace.logs / f"step-{step.index}.stderr"
     api.begin_step(step)
+    launch = launches.start(argv, str(workspace.workdir), env, step=step.index, step_kind=step.kind, pid=None, recorded_by=RUNNER)
+    outcome = None
     try:
         if target.in_process is not None:  # the step is a call in this process, not a process (pydantic-ai +in-process)
             isolation = netns.StepIsolation(argv=argv, notes=["ran in the harness process: no subprocess, no network namespace"])
@@ -208,7 +228,9 @@ def _run_step(
                     on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
                 )
     finally:
+        pid = api.step_pid
         script = api.end_step()
+        launches.finish(launch.seq, outcome.exit_code if outcome is not None else None, pid)
     if isolation.error and not outcome.launch_error:
         outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
     result.notes.extend(isolation.notes)
@@ -217,28 +239,12 @@ def _run_step(
     result.exit_code = outcome.exit_code
     result.duration_s = round(outcome.duration_s, 3)
     result.timed_out = outcome.timed_out
-    result.requests = len(exchanges)
-    for exchange in exchanges:
-        result.classes[exchange.klass] = result.classes.get(exchange.klass, 0) + 1
-    result.request_seqs = [e.seq for e in exchanges]
-    result.pids = sorted({e.pid for e in exchanges if e.pid is not None})
-    result.unforeseen = sum(1 for e in exchanges if e.unforeseen)
-    result.unused_turns = script.unused_turns if script else 0
     result.stdout_tail = redact_text(tail(stdout_path))  # reports quote these: no credential an agent printed
     result.stderr_tail = redact_text(tail(stderr_path))
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
-    outbound = [e for e in exchanges if e.klass == OUTBOUND]
-    if outbound:
-        hosts = sorted({e.destination for e in outbound})
-        result.notes.append(f"{len(outbound)} attempt(s) to reach another host refused: {', '.join(hosts)}")
-    if result.unforeseen:
-        result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
-    if result.unused_turns:
-        result.notes.append(f"{result.unused_turns} scripted reply(ies) were never requested")
-    # A non-zero exit is foreseen only once the scripted error was actually answered in this step.
-    failed_as_scripted = step.scripts_an_error and any(e.scripted_error for e in exchanges)
-    result.error = _step_error(outcome, result, step, target, failed_as_scripted)
+    record_requests(result, exchanges, script)
+    result.error = _step_error(outcome, result, step, target, failed_as_scripted(step, exchanges))
     if not result.error and outcome.exit_code != 0:
         result.notes.append(f"exited with code {outcome.exit_code} after the scripted API error, as the scenario foresees")
     if result.error:
@@ -294,8 +300,9 @@ def tail_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-def judge(scenario: Scenario, target: Target, exchanges: list[Exchange], run_error: str | None) -> list[CheckResult]:
-    context = CheckContext.of(scenario, exchanges, target.identity_pattern)
+def judge(scenario: Scenario, target: Target, exchanges: list[Exchange], run_error: str | None,
+          launches: Sequence[Launch] = ()) -> list[CheckResult]:
+    context = CheckContext.of(scenario, exchanges, target.identity_pattern, launches, target.prompt_flags)
     verdicts = []
     for name in scenario.checks:
         if run_error:

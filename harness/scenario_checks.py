@@ -19,10 +19,12 @@ from harness.yamlsource import (
 )
 
 APPEND_CHECK = "appended_exactly_once"
+LAUNCH_APPEND_CHECK = "launch_appended_exactly_once"
 TEMPORARY_CHECK = "temporary_text_transient"
 CACHE_CHECK = "cache_reuse"
 NEEDS = {  # what a check judges against, when the scenario must declare it
     APPEND_CHECK: "'append' (the appended system text to look for): add a top-level 'append:'",
+    LAUNCH_APPEND_CHECK: "'append' (the caller's text every launch must pass): add a top-level 'append:'",
     TEMPORARY_CHECK: "temporary text to look for: add a top-level 'temporary:' or a step's 'temporary:'",
     CACHE_CHECK: "a floor for the cache-reuse ratio: add a top-level 'min_cache_reuse: 0.8' (say)",
 }
@@ -33,6 +35,12 @@ def _check_names() -> tuple[str, ...]:
     from harness.checks import CHECK_NAMES
 
     return tuple(CHECK_NAMES)
+
+
+def _default_check_names() -> tuple[str, ...]:
+    from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
+
+    return tuple(name for name in CHECK_NAMES if name not in OPT_IN_CHECKS)
 
 
 class ChecksReader(ReplyReader):
@@ -52,7 +60,7 @@ class ChecksReader(ReplyReader):
                     doc.line,
                     "",
                 )
-            return tuple(name for name in known if declared.get(name, True))
+            return tuple(name for name in _default_check_names() if declared.get(name, True))
         value = doc["checks"]
         lst = self.list_(value, doc.key_line("checks"), "checks", "a non-empty list of check names")
         seen: dict[str, int] = {}

@@ -20,7 +20,7 @@ from harness.scenario import (
     Step,
     Turn,
 )
-from harness.scenario_checks import APPEND_CHECK, CACHE_CHECK, TEMPORARY_CHECK, ChecksReader
+from harness.scenario_checks import APPEND_CHECK, CACHE_CHECK, LAUNCH_APPEND_CHECK, TEMPORARY_CHECK, ChecksReader
 from harness.yamlsource import (
     LocatedDict,
     LocatedList,
@@ -94,6 +94,7 @@ class _ScenarioReader(ChecksReader):
 
         declared = {
             APPEND_CHECK: append is not None,
+            LAUNCH_APPEND_CHECK: append is not None,
             TEMPORARY_CHECK: bool(temporary) or any(s.temporary for s in steps),
             CACHE_CHECK: min_cache_reuse is not None,
         }

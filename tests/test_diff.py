@@ -121,7 +121,9 @@ def test_cli_fix_exits_0_and_writes_every_report(tmp_path):
     assert [s.get("failures") for s in suites] == ["0"]
     assert "| retry-after-wrong-answer | appended_exactly_once | fail → pass | **fix** | from step 2 (retry) |" in (out / "summary.md").read_text()
     assert (out / "report.html").is_file()
-    assert {p.parent.name for p in (out / "journal").rglob("*.jsonl")} == {"baseline", "candidate"}
+    journals = [p for p in (out / "journal").rglob("*.jsonl") if p.parent.name != "launches"]
+    assert {p.parent.name for p in journals} == {"baseline", "candidate"}
+    assert all((p.parent / "launches" / p.name).is_file() for p in journals)  # each with its launch journal
 
 
 def test_cli_regression_exits_1_and_names_each_with_its_evidence(tmp_path):

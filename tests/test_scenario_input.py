@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks import CHECK_NAMES
+from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
 from harness.errors import InputError
 from harness.scenario import Scenario, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 from harness.scenario_file import load_scenario, load_scenarios
@@ -99,8 +99,9 @@ def test_default_checks_are_all_check_names_in_order(tmp_path):
         "checks: [identity_stable, appended_exactly_once, prefix_stable, history_preserved]", "# no checks"
     )
     scenario = load_scenario(write(tmp_path, text))
-    # Less the checks that judge against something this scenario does not declare (scenario_checks.NEEDS).
-    assert scenario.checks == tuple(n for n in CHECK_NAMES if n == APPEND_CHECK or n not in NEEDS)
+    # Less the checks that judge against something this scenario does not declare (scenario_checks.NEEDS),
+    # and the launch checks, which judge the launcher and are listed where a scenario means to.
+    assert scenario.checks == tuple(n for n in CHECK_NAMES if n not in OPT_IN_CHECKS and (n == APPEND_CHECK or n not in NEEDS))
 
 
 def test_rich_replies_usage_and_step_settings(tmp_path):

@@ -89,13 +89,15 @@ def test_planted_secrets_appear_in_no_output_of_run_or_diff(tmp_path):
     outputs = every_output(tmp_path / "run") + every_output(tmp_path / "diff") + [(Path("console"), text) for text in console]
     names = {p.name for p, _ in outputs}
     assert {"results.json", "summary.md", "junit.xml", "comparison.json", "report.html"} <= names
-    assert sum(1 for p, _ in outputs if p.suffix == ".jsonl") == 4  # two journals per command
+    assert sum(1 for p, _ in outputs if p.suffix == ".jsonl" and p.parent.name != "launches") == 4  # two journals per command
+    assert sum(1 for p, _ in outputs if p.parent.name == "launches") == 4  # and each one's launch journal
     for secret in [*USER_SECRETS.values(), *AGENT_SECRETS.values()]:
         for path, text in outputs:
             assert secret not in text, f"{secret!r} leaked into {path}"
 
     # what was redacted is still visibly there, so nobody mistakes redaction for absence
-    journal = [json.loads(line) for p, text in outputs if p.suffix == ".jsonl" for line in text.splitlines()]
+    journal = [json.loads(line) for p, text in outputs if p.suffix == ".jsonl" and p.parent.name != "launches"
+               for line in text.splitlines()]
     for exchange in journal:
         assert exchange["headers"]["authorization"] == exchange["headers"]["x-api-key"] == "[redacted]"
         assert exchange["headers"]["cookie"] == "[redacted]" and exchange["query"] == "api_key=[redacted]"

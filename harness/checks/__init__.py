@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.checks import appended, cache, history, identity, prefix, temporary
+from harness.checks import appended, cache, history, identity, launches, prefix, temporary
 from harness.checks.context import CheckContext
 from harness.results import CheckResult
 
@@ -15,8 +15,12 @@ CHECKS: dict[str, Callable[[CheckContext], CheckResult]] = {
     history.NAME: history.check,
     cache.NAME: cache.check,
     temporary.NAME: temporary.check,
+    launches.APPENDED: launches.check_appended,
+    launches.FROM_CALLER: launches.check_from_caller,
 }
 CHECK_NAMES = tuple(CHECKS)
+# Judged only where a scenario lists them: they judge the launcher, which most scenarios take as given.
+OPT_IN_CHECKS = launches.NAMES
 
 __all__ = ["CHECKS", "CHECK_NAMES", "CheckContext", "run_check"]
 

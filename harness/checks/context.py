@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, Exchange
+from harness.launches import Launch
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -26,14 +27,18 @@ class CheckContext:
     step_temporary: Mapping[int, str] = field(default_factory=dict)  # step -> text given to that step only
     prefix_changes: Mapping[int, str] = field(default_factory=dict)  # step -> why the prefix is meant to change there
     min_cache_reuse: float | None = None
+    launches: tuple[Launch, ...] = ()  # the launch journal: what the launcher passed to the agent binary
+    prompt_flags: tuple[str, ...] = ()  # the target's options whose value is system-prompt text
 
     @classmethod
-    def of(cls, scenario: "Scenario", exchanges: Iterable[Exchange], identity_pattern: re.Pattern[str]) -> "CheckContext":
+    def of(cls, scenario: "Scenario", exchanges: Iterable[Exchange], identity_pattern: re.Pattern[str],
+           launches: Iterable[Launch] = (), prompt_flags: Iterable[str] = ()) -> "CheckContext":
         """Everything a scenario declares that a check may judge against."""
         return cls(
             tuple(exchanges), scenario.append, identity_pattern,
             temporary=scenario.temporary, step_temporary=scenario.step_temporary,
             prefix_changes=scenario.prefix_changes, min_cache_reuse=scenario.min_cache_reuse,
+            launches=tuple(launches), prompt_flags=tuple(prompt_flags),
         )
 
     @property

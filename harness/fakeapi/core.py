@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
@@ -20,6 +20,8 @@ from harness.fakeapi import cache_sim, conversation, faults
 from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.scenario import ApiError, Step, Turn
+
+CONTROL_PREFIX = "/_harness/"  # the harness's own paths, never a model API's
 
 
 @dataclass
@@ -91,6 +93,8 @@ class FakeModelAPI:
         self._active: _ActiveStep | None = None
         self._started = time.monotonic()
         self._cache = cache_sim.PromptCache()  # what the provider would hold: one run, all its steps
+        # Set: serves the control path the recording shim reports launches on (harness/fakeapi/launch_control.py).
+        self.control: Callable[[HTTPRequest, str], HTTPResponse] | None = None
 
     # ------------------------------------------------------------ step bookkeeping
 
@@ -126,6 +130,8 @@ class FakeModelAPI:
             return self._outbound(request)
         parts = urlsplit(request.target)
         path = parts.path.rstrip("/") or "/"
+        if self.control is not None and path.startswith(CONTROL_PREFIX):
+            return self.control(request, path)
         if request.method == "HEAD":  # clients probe reachability (Claude Code: `HEAD /`, `HEAD /api/hello`)
             self._record_simple(request, path, parts.query, 200, None)
             return HTTPResponse(200, [("content-type", "application/json")], body=b"")

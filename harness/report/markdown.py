@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.report import vantage
 from harness.report.cells import cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
 
@@ -28,6 +29,7 @@ def render(results: list[RunResult]) -> str:
     for result in results:
         cells = [cell(next((c for c in result.checks if c.check == name), None)) for name in columns]
         lines.append(f"| {result.scenario} | `{result.target}` | " + " | ".join(cells) + f" | {outcome(result)} |")
+    lines += vantage.markdown_section(results)
     problems = [r for r in results if not r.as_expected]
     if problems:
         lines += ["", "## What differs", ""]

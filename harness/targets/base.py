@@ -11,11 +11,14 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.fakeapi.exchange import Exchange
+
+if TYPE_CHECKING:
+    from harness.launcher_run import ScenarioLauncher
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 COMMAND_KINDS = ("launch", "resume", "retry", "compact")
@@ -83,6 +86,11 @@ class Target:
     # Set: each step is this call in the harness process (runner argv, env, cwd, timeout, stdout, stderr, api) -> ProcessOutcome, not a subprocess.
     in_process: Callable[..., Any] | None = None
     home_files: Mapping[str, str] = field(default_factory=dict)  # HOME-relative path -> template, written before the launch
+    # Options of the agent binary whose value is system-prompt text (what launch checks read in argv).
+    prompt_flags: tuple[str, ...] = ("--append-system-prompt", "--system-prompt")
+    # Set: one launcher process runs the whole scenario and starts the agent binary once per step (inspect_swe);
+    # `commands` is then unused (harness/launcher_run.py).
+    launcher: "ScenarioLauncher | None" = None
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""

@@ -38,7 +38,8 @@ def build(defects: list[str]) -> Target:
         commands={
             "launch": tuple(base + ["-p", "{prompt}"] + append + temporary),
             "resume": tuple(base + ["-p", "{prompt}", "--resume", "{session_id}"] + append + temporary),
-            "compact": tuple(base + ["--compact", "--resume", "{session_id}"]),
+            # The caller's text on every launch, /compact's included: the reference is a correct launcher too.
+            "compact": tuple(base + ["--compact", "--resume", "{session_id}"] + append),
         },
         session_id=SessionIdSource("stdout_json", "session_id"),
         identity_regex=r"(?m)^You are Reference Agent[^\n]*",

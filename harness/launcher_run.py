@@ -1,0 +1,186 @@
+"""Steps that are launches of one launcher process: an eval framework starting the agent CLI once per step.
+
+inspect_swe's claude_code() runs a whole sample inside one `inspect eval`:
+it launches Claude Code, scores the answer, launches it again with --resume
+for another attempt, a second turn, a retry after a crash. The harness cannot
+start those processes itself, so it starts the launcher once and watches the
+launches: a recording shim first on PATH under the agent binary's name
+reports each one to the fake API's control path, which moves the fake API's
+script to the next step before the launch sends its first request. Step k of
+the scenario is the k-th launch; a launch the scenario did not foresee, or a
+step that was never launched, is an error of the run, never a pass.
+
+The launcher's own verdict (an eval that errored, a sample that failed) is
+read by the target's ScenarioLauncher and reported with the run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+
+from harness import netns
+from harness.errors import InputError
+from harness.fakeapi.core import FakeModelAPI
+from harness.fakeapi.exchange import redact_text
+from harness.fakeapi.journal import Journal
+from harness.fakeapi.launch_control import LaunchControl
+from harness.fakeapi.script import StepScript
+from harness.fakeapi.server import FakeAPIServer
+from harness.launch_shim import CONTROL_PATH, write_shim
+from harness.launches import Launch, LaunchJournal
+from harness.process import run_process, tail
+from harness.results import StepResult
+from harness.scenario import Scenario
+from harness.step_requests import failed_as_scripted, record_requests
+from harness.workspace import Workspace, step_environment
+
+STARTUP_ALLOWANCE_S = 120.0  # the launcher's own start and teardown, on top of the steps' timeouts
+
+
+@dataclass
+class LauncherCall:
+    argv: list[str]
+    env: Mapping[str, str]  # on top of the step environment; the shim folder is put first on PATH
+    cwd: Path
+    private_dirs: Mapping[str, Path] = field(default_factory=dict)  # host path -> folder bound over it for the run
+
+
+@dataclass
+class LauncherOutcome:
+    error: str | None = None  # the launcher's own account of a failure (an eval log's error), if any
+    notes: list[str] = field(default_factory=list)
+
+
+class ScenarioLauncher(Protocol):
+    name: str  # what reports call the launcher ("inspect eval")
+    binary: str  # the name the launcher finds the agent by on PATH
+
+    def real_binary(self) -> list[str]: ...
+    def problems(self, scenario: Scenario) -> list[str]: ...  # what in the scenario this launcher cannot express
+    def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall: ...
+    def outcome(self, workspace: Workspace) -> LauncherOutcome: ...
+
+
+def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, launches: LaunchJournal,
+              server: FakeAPIServer, workspace: Workspace, on_step: Callable[[StepResult], None]) -> str | None:
+    """Run the launcher once; report one StepResult per scenario step; return the run's error, if any."""
+    launcher: ScenarioLauncher = target.launcher
+    problems = launcher.problems(scenario)
+    if problems:
+        return f"{target.name} cannot run this scenario: " + "; ".join(problems)
+    steps = _StepAdvance(scenario, api)
+    api.control = LaunchControl(launches, steps.next_launch).handle
+    shim_dir = workspace.root / "launch-bin"
+    write_shim(shim_dir, launcher.binary, launcher.real_binary(), server.base_url + CONTROL_PATH)
+    try:
+        call = launcher.prepare(scenario, workspace, server.base_url)
+    except InputError as exc:
+        return f"{launcher.name}: cannot prepare the run: {exc}"
+    env = step_environment(workspace, server.base_url, call.env)
+    env["PATH"] = os.pathsep.join([str(shim_dir), call.env.get("PATH", env.get("PATH", ""))])
+    timeout = STARTUP_ALLOWANCE_S + sum(step.timeout_s or target.timeout_s for step in scenario.steps)
+    stdout_path, stderr_path = workspace.logs / "launcher.stdout", workspace.logs / "launcher.stderr"
+    try:
+        with netns.isolated_step(call.argv, server, private_dirs=call.private_dirs) as isolation:
+            outcome = run_process(isolation.argv, env, call.cwd, timeout, stdout_path, stderr_path,
+                                  on_start=api.set_step_pid, pass_fds=isolation.pass_fds)
+    finally:
+        steps.finish()
+        api.control = None
+    told = launcher.outcome(workspace)
+    made = launches.launches()
+    results = [_step_result(step, made, journal, steps.scripts.get(step.index)) for step in scenario.steps]
+    results[0].notes[:0] = [f"{launcher.name}: {note}" for note in [*isolation.notes, *told.notes]]
+    for result in results:
+        on_step(result)
+    stderr = redact_text(tail(stderr_path, 400)).strip()
+    said = f"; its stderr ends with: {stderr[-400:]!r}" if stderr else ""
+    if isolation.error and not outcome.launch_error:
+        return f"{launcher.name} could not start: {isolation.error}"
+    if outcome.launch_error:
+        return f"{launcher.name} could not start: {outcome.launch_error}"
+    if outcome.timed_out:
+        return f"{launcher.name} timed out after {timeout:g}s (its process group was killed) after {len(made)} launch(es){said}"
+    extra = [launch for launch in made if launch.step is None]
+    if extra:
+        first = extra[0]
+        return (f"{launcher.name} made {len(made)} launches where the scenario has {len(scenario.steps)} steps; "
+                f"launch {first.seq} was not foreseen: {_brief(first.argv)}")
+    if outcome.exit_code != 0:
+        return f"{launcher.name} exited with code {outcome.exit_code}: {told.error or 'its log reports no error'}{said}"
+    if told.error:
+        return f"{launcher.name} exited with code 0, but {told.error}"
+    failed = next((r for r in results if r.error), None)
+    if failed is not None:
+        return f"step {failed.index} ({failed.kind}): {failed.error}"
+    return None
+
+
+class _StepAdvance:
+    """Moves the fake API's script to step k when the k-th launch reports; keeps each step's script for the report."""
+
+    def __init__(self, scenario: Scenario, api: FakeModelAPI):
+        self._steps = scenario.steps
+        self._api = api
+        self._lock = threading.Lock()
+        self._launched = 0
+        self.scripts: dict[int, StepScript] = {}
+
+    def next_launch(self) -> tuple[int | None, str | None]:
+        with self._lock:
+            self._close_current()
+            self._launched += 1
+            if self._launched > len(self._steps):
+                return None, None  # its requests fall outside any step: unforeseen, default replies
+            step = self._steps[self._launched - 1]
+            self._api.begin_step(step)
+            return step.index, step.kind
+
+    def finish(self) -> None:
+        with self._lock:
+            self._close_current()
+
+    def _close_current(self) -> None:
+        if 0 < self._launched <= len(self._steps):
+            script = self._api.end_step()
+            if script is not None:
+                self.scripts[self._steps[self._launched - 1].index] = script
+
+
+def _step_result(step, launches: list[Launch], journal: Journal, script: StepScript | None) -> StepResult:
+    result = StepResult(index=step.index, kind=step.kind)
+    launch = next((launch for launch in launches if launch.step == step.index), None)
+    if launch is None:
+        result.error = f"never launched: the launcher made {len(launches)} launch(es) for {step.index - 1} earlier step(s)"
+        return result
+    result.argv = launch.argv
+    result.exit_code = launch.exit_code
+    result.duration_s = launch.duration_s or 0.0
+    result.session_id = _session_of(launch.argv)
+    exchanges = journal.for_step(step.index)
+    record_requests(result, exchanges, script)
+    if launch.exit_code is None:
+        result.error = "the launch never reported its end (killed together with its launcher?)"
+    elif launch.exit_code != 0 and not (launch.exit_code > 0 and failed_as_scripted(step, exchanges)):
+        result.error = f"the agent exited with code {launch.exit_code}"
+    elif result.requests == 0:
+        result.error = "the agent sent no request to the fake API"
+    elif launch.exit_code != 0:
+        result.notes.append(f"exited with code {launch.exit_code} after the scripted API error, as the scenario foresees")
+    return result
+
+
+def _session_of(argv: list[str]) -> str | None:
+    for flag in ("--resume", "--session-id", "-r"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1]
+    return None
+
+
+def _brief(argv: list[str], limit: int = 200) -> str:
+    text = " ".join(argv)
+    return text if len(text) <= limit else text[:limit] + "…"
