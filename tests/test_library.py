@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import MATRIX_KEY
 
-from harness.checks import CHECK_NAMES
+from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
 from harness.reference_agent.defects import KNOWN_DEFECTS
 from harness.runner import run_matrix
 from harness.scenario_file import load_scenarios
@@ -42,7 +42,9 @@ def test_every_check_is_expected_to_fail_for_some_defect_and_every_defect_somewh
         (t, c) for s in scenarios for t, verdicts in s.expect.items() for c, v in verdicts.items()
         if v == "fail" and t.startswith("reference")
     }
-    assert {c for _, c in expected_fails} == set(CHECK_NAMES)
+    # The launch checks judge the launcher, which the reference target gets right; test_launch_journal.py and
+    # test_inspect_swe.py show them failing on launchers that drop, double or rebuild the caller's text.
+    assert {c for _, c in expected_fails} == set(CHECK_NAMES) - set(OPT_IN_CHECKS)
     assert {t for t, _ in expected_fails} == {f"reference:{d}" for d in KNOWN_DEFECTS}
 
 
@@ -50,10 +52,11 @@ def test_every_check_is_expected_to_fail_for_some_defect_and_every_defect_somewh
 def test_library_verdicts_on_reference_target(target, record_property):
     scenarios = load_scenarios([LIBRARY])
     results = run_matrix(scenarios, [target])
-    fails = {c: sum(1 for r in results if r.verdict_of(c) == "fail") for c in CHECK_NAMES}
-    judged = {c: sum(1 for r in results if any(v.check == c for v in r.checks)) for c in CHECK_NAMES}
+    agent_checks = [c for c in CHECK_NAMES if c not in OPT_IN_CHECKS]  # the matrix is about the agent's defects
+    fails = {c: sum(1 for r in results if r.verdict_of(c) == "fail") for c in agent_checks}
+    judged = {c: sum(1 for r in results if any(v.check == c for v in r.checks)) for c in agent_checks}
     record_property(MATRIX_KEY, json.dumps({
-        "target": target.name, "order": [t.name for t in TARGETS].index(target.name), "checks": list(CHECK_NAMES),
+        "target": target.name, "order": [t.name for t in TARGETS].index(target.name), "checks": agent_checks,
         "fails": fails, "judged": judged, "scenarios": len(results), "as_expected": sum(r.as_expected for r in results),
     }))
     errors = [f"{r.scenario}: {r.error}" for r in results if r.status == "error"]

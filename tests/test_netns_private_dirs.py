@@ -26,6 +26,7 @@ from harness.fakeapi.journal import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.process import run_process
 from harness.scenario_file import parse_scenario
+from test_network_isolation import namespaces, switch_unset  # noqa: F401 - the same fixtures: namespaces required, switch unset
 
 SCENARIO = parse_scenario("name: private\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
 HOST_NS = {kind: os.readlink(f"/proc/self/ns/{kind}") for kind in ("net", "mnt", "user")}
@@ -76,17 +77,6 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
-@pytest.fixture(autouse=True)
-def switch_unset(monkeypatch):
-    monkeypatch.delenv(netns.SWITCH, raising=False)
-
-
-@pytest.fixture
-def namespaces():
-    can = netns.availability()
-    if not can.available:
-        pytest.fail(f"this machine refuses network namespaces ({can.reason}); these tests cannot pass here")
-    return can
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def test_documented_contract_loads_into_the_expected_target(tmp_path):
         assert dict(target.commands) == {
             "launch": (*AGENT, "-p", "{prompt}", "--append-system-prompt", "{append}"),
             "resume": (*AGENT, "-p", "{prompt}", "--resume", "{session_id}", "--append-system-prompt", "{append}"),
-            "compact": (*AGENT, "--compact", "--resume", "{session_id}"),
+            "compact": (*AGENT, "--compact", "--resume", "{session_id}", "--append-system-prompt", "{append}"),
         }
         assert target.session_id == SessionIdSource("stdout_json", "session_id")
         assert target.identity_regex == r"(?m)^You are [^\n]*"
