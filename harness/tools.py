@@ -100,8 +100,11 @@ def _install_step(argv: list[str], what: str, partial: Path, reason: Callable[[s
         raise InputError(f"cannot install {what}: {reason(done.stderr)}")
 
 
-def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False) -> Path:
-    """A virtualenv of its own holding `package==version` from PyPI, installing it on first use."""
+def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False, companions: tuple[str, ...] = ()) -> Path:
+    """A virtualenv of its own holding `package==version` from PyPI, installing it on first use.
+
+    `companions`: packages installed with it, at whatever versions pip resolves then (recorded in the mark).
+    """
     if not VERSION_RE.fullmatch(version):
         raise InputError(f"{tool}: expected an exact version such as 0.0.946, got {version!r}")
     home = tools_root() / tool / version
@@ -113,24 +116,36 @@ def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False) 
         if (home / ".complete").is_file():
             return venv
         shutil.rmtree(home, ignore_errors=True)  # an install that died half-way
-        _pip_install(tool, package, version, home, venv, quiet)
+        _pip_install(tool, package, version, home, venv, quiet, companions)
     return venv
 
 
-def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, quiet: bool) -> None:
+def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, quiet: bool,
+                 companions: tuple[str, ...] = ()) -> None:
     if not quiet:
         print(f"harness: installing {package}=={version} into {venv} (first use)", file=sys.stderr, flush=True)
     started = time.monotonic()
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-input", f"{package}=={version}"],
+         "--no-input", f"{package}=={version}", *companions],
     ]
     for argv in steps:
         _install_step(argv, f"{package}=={version}", home, lambda err: _pip_reason(err, package, version))
-    (home / ".complete").write_text(f"{package}=={version}\n")
+    (home / ".complete").write_text(f"{package}=={version}\n" + "".join(f"{c}\n" for c in _installed(venv, companions)))
     if not quiet:
         print(f"harness: installed {package}=={version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def _installed(venv: Path, packages: tuple[str, ...]) -> list[str]:
+    """`name==version` of each package as installed in the venv (what pip resolved)."""
+    found = []
+    for requirement in packages:
+        name = re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0]
+        done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", name], capture_output=True, text=True, timeout=120)
+        version = re.search(r"^Version: (\S+)", done.stdout, re.MULTILINE)
+        found.append(f"{name}=={version.group(1) if version else '?'}")
+    return found
 
 
 def pip_latest_version(package: str) -> str:
