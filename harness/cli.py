@@ -223,21 +223,23 @@ def _echo(exchange) -> None:
 
 def _install(args: argparse.Namespace) -> int:
     """Install up front (CI, `make run`) what a run would otherwise install on first use."""
-    from harness.targets import claude_code, code_puppy, resolve_target
+    from harness.targets import claude_code, code_puppy, inspect_swe, resolve_target
 
     specs = args.targets or [
         *(f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)),
         *(f"code-puppy@{v}" for v in (code_puppy.PINNED_VERSION, code_puppy.OLDER_VERSION)),
+        f"inspect-swe@{inspect_swe.MEASURED_VERSION}",
     ]
     for spec in specs:
         for target in resolve_target(spec):
-            print(f"{target.name}: {target.commands['launch'][0]}")
+            runs = target.launcher.describe() if target.launcher is not None else target.commands["launch"][0]
+            print(f"{target.name}: {runs}")
     return EXIT_OK
 
 
 def _targets() -> int:
     from harness.reference_agent.defects import DEFECT_DESCRIPTIONS
-    from harness.targets import claude_code, code_puppy
+    from harness.targets import claude_code, code_puppy, inspect_swe
 
     print("reference                 the clean reference agent (shipped in this package)")
     for name, text in DEFECT_DESCRIPTIONS.items():
@@ -256,5 +258,12 @@ def _targets() -> int:
     print("pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]  your pydantic-ai agent, from a factory returning it")
     print("  +openai-chat (default), +openai-responses, +anthropic, +*   the wire format its model speaks")
     print("  +in-process                     each step in the harness process through respx, not a subprocess")
+    print(f"inspect-swe[@VERSION|@latest][+claude-code@X.Y.Z][+PIN][+checkout=PATH[#REV]]  inspect_swe's claude_code() in a real "
+          f"`inspect eval` (default: the newest release; measured: {inspect_swe.MEASURED_VERSION})")
+    for variant, text in inspect_swe.PINS.items():
+        default = " (default)" if variant == inspect_swe.DEFAULT_PIN else ""
+        print(f"  +{variant:<30} {text}{default}")
+    print("  +*                              one target per pin setting")
+    print("  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it")
     print("PATH.yaml                 a target file describing any agent (see README)")
     return EXIT_OK

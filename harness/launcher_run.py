@@ -60,6 +60,7 @@ class ScenarioLauncher(Protocol):
     binary: str  # the name the launcher finds the agent by on PATH
 
     def real_binary(self) -> list[str]: ...
+    def describe(self) -> str: ...  # what it runs, for `harness install`
     def problems(self, scenario: Scenario) -> list[str]: ...  # what in the scenario this launcher cannot express
     def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall: ...
     def outcome(self, workspace: Workspace) -> LauncherOutcome: ...
@@ -87,7 +88,7 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
     try:
         with netns.isolated_step(call.argv, server, private_dirs=call.private_dirs) as isolation:
             outcome = run_process(isolation.argv, env, call.cwd, timeout, stdout_path, stderr_path,
-                                  on_start=api.set_step_pid, pass_fds=isolation.pass_fds)
+                                  on_start=steps.launcher_started, pass_fds=isolation.pass_fds)
     finally:
         steps.finish()
         api.control = None
@@ -128,7 +129,14 @@ class _StepAdvance:
         self._api = api
         self._lock = threading.Lock()
         self._launched = 0
+        self._launcher_pid: int | None = None
         self.scripts: dict[int, StepScript] = {}
+
+    def launcher_started(self, pid: int) -> None:
+        """Every step's requests come from the launcher's process tree (the server looks their sender up there)."""
+        with self._lock:
+            self._launcher_pid = pid
+            self._api.set_step_pid(pid)
 
     def next_launch(self) -> tuple[int | None, str | None]:
         with self._lock:
@@ -138,6 +146,8 @@ class _StepAdvance:
                 return None, None  # its requests fall outside any step: unforeseen, default replies
             step = self._steps[self._launched - 1]
             self._api.begin_step(step)
+            if self._launcher_pid is not None:
+                self._api.set_step_pid(self._launcher_pid)
             return step.index, step.kind
 
     def finish(self) -> None:

@@ -1,0 +1,121 @@
+"""`inspect eval` as the launcher of a scenario: the task written from the plan, run where nothing leaks out.
+
+What each run gets: the task file and its plan.json in the run's folder; the
+eval's model pointed at the fake API (Inspect's Anthropic provider, whose
+requests carry what the bridge made of Claude Code's); the harness's own
+Claude Code build found through PATH (behind the recording shim), so nothing is
+downloaded; HOME, TMPDIR and a private /var/tmp inside the run's workspace;
+and, for `+checkout=`, the launcher's code taken from that folder or git
+revision ahead of the installed package (PYTHONPATH), its dependencies from
+the release's virtualenv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.inspect_swe.plan import plan_of
+from harness.launcher_run import LauncherCall, LauncherOutcome
+from harness.scenario import Scenario
+from harness.workspace import FAKE_API_KEY, Workspace
+
+TEMPLATE = Path(__file__).with_name("task_template.py")
+PRIVATE_VAR_TMP = Path("/var/tmp")  # where Inspect's local sandbox puts its tools and bridge services
+# The pinned Claude Code's own default model: claude_code() presents the served model to the CLI, and its context
+# window (so when it compacts by itself) follows the name; with claude-sonnet-4-5, 2.1.332 never auto-compacts.
+EVAL_MODEL = "anthropic/claude-opus-5-5"
+
+
+@dataclass(frozen=True)
+class InspectLauncher:
+    venv: Path
+    claude: tuple[str, ...]  # argv prefix of the real Claude Code build
+    pin: bool
+    checkout: Path | None = None  # a folder holding inspect_swe's source (its repository, or src/)
+    revision: str | None = None  # a commit of that repository, when the launcher comes from git
+    name: str = "inspect eval"
+    binary: str = "claude"
+
+    def real_binary(self) -> list[str]:
+        return list(self.claude)
+
+    def describe(self) -> str:
+        return f"{self.venv / 'bin' / 'inspect'} eval, launching {self.claude[-1]}"
+
+    def problems(self, scenario: Scenario) -> list[str]:
+        return plan_of(scenario, pin=self.pin, cwd="")[1]
+
+    def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall:
+        if workspace.root.resolve().is_relative_to(PRIVATE_VAR_TMP):
+            raise InputError(f"the run's workspace {workspace.root} is under {PRIVATE_VAR_TMP}, which the eval gets a "
+                             f"private copy of and so could not see; point TMPDIR elsewhere")
+        folder = workspace.root / "inspect"
+        folder.mkdir(parents=True, exist_ok=True)
+        plan, _ = plan_of(scenario, pin=self.pin, cwd=str(workspace.workdir))
+        (folder / "plan.json").write_text(json.dumps(plan.to_json(), indent=2), encoding="utf-8")
+        shutil.copyfile(TEMPLATE, folder / "task.py")
+        env = {"PATH": os.pathsep.join([str(self.venv / "bin"), os.environ.get("PATH", "")]),
+               "INSPECT_LOG_DIR": str(folder / "logs"), "PYTHONDONTWRITEBYTECODE": "1"}
+        source = self._source(workspace)
+        if source is not None:
+            env["PYTHONPATH"] = str(source)
+        private = workspace.root / "var-tmp"
+        private.mkdir(exist_ok=True)
+        argv = [str(self.venv / "bin" / "inspect"), "eval", "task.py",  # Inspect takes task files relative to its folder
+                "--model", EVAL_MODEL, "--model-base-url", base_url, "-M", f"api_key={FAKE_API_KEY}",
+                "--log-dir", str(folder / "logs"), "--log-format", "json", "--display", "plain"]
+        return LauncherCall(argv=argv, env=env, cwd=folder, private_dirs={str(PRIVATE_VAR_TMP): private})
+
+    def _source(self, workspace: Workspace) -> Path | None:
+        """The folder to put first on PYTHONPATH, holding the launcher's inspect_swe package."""
+        if self.checkout is None:
+            return None
+        root = self.checkout
+        if self.revision is not None:
+            root = workspace.root / "launcher-source"
+            root.mkdir(exist_ok=True)
+            archive = subprocess.run(["git", "-C", str(self.checkout), "archive", self.revision],
+                                     capture_output=True, timeout=120)
+            if archive.returncode != 0:
+                raise InputError(f"git archive {self.revision} in {self.checkout}: {archive.stderr.decode(errors='replace').strip()}")
+            subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True, timeout=120)
+        return package_root(root)
+
+    def outcome(self, workspace: Workspace) -> LauncherOutcome:
+        logs = sorted((workspace.root / "inspect" / "logs").glob("*.json"))
+        if not logs:
+            return LauncherOutcome(error="the eval wrote no log")
+        try:
+            log = json.loads(logs[-1].read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            return LauncherOutcome(error=f"cannot read the eval log {logs[-1].name}: {exc}")
+        status = log.get("status")
+        notes = [f"eval status {status}, log {logs[-1].name}"]
+        samples = log.get("samples") or []
+        for sample in samples:
+            for name, score in (sample.get("scores") or {}).items():
+                notes.append(f"sample scored {score.get('value')} by {name} (answer {score.get('answer')!r})")
+            if sample.get("error"):
+                return LauncherOutcome(error=f"the sample failed: {_first_line(sample['error'])}", notes=notes)
+        if status != "success":
+            return LauncherOutcome(error=f"the eval ended with status {status}: {_first_line(log.get('error') or {})}", notes=notes)
+        return LauncherOutcome(notes=notes)
+
+
+def package_root(root: Path) -> Path:
+    """`root/src` in a repository laid out like inspect_swe's, else root itself; it must hold inspect_swe."""
+    for candidate in (root / "src", root):
+        if (candidate / "inspect_swe" / "__init__.py").is_file():
+            return candidate
+    raise InputError(f"{root} holds no inspect_swe package (looked for src/inspect_swe and inspect_swe)")
+
+
+def _first_line(error: dict) -> str:
+    message = str(error.get("message") or "no message")
+    return message.strip().splitlines()[0][:400] if message.strip() else "no message"
