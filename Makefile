@@ -14,6 +14,11 @@ CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/
 # code-puppy releases from PyPI, the same way: the pinned one and the one the seeds' fixes were proposed against.
 CODE_PUPPY_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
 CODE_PUPPY_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
+# inspect_swe's claude_code() in a real Inspect eval: the release the README measured, and a git
+# repository of it with the first seed's fix on top (examples/inspect-swe-fix), built once into .tools/.
+INSPECT_SWE := $(shell sed -n 's/^MEASURED_VERSION = "\(.*\)"/\1/p' harness/targets/inspect_swe.py)
+FIX_REPO    := .tools/inspect-swe-repo
+FIX_TARGET   = +pin+checkout=$(CURDIR)/$(FIX_REPO)\#every-launch-fix
 # The pydantic-ai example agent, in both builds (scenarios/code-puppy expects the one to pass, the other to fail).
 EXAMPLE_AGENT := pydantic-ai:examples/pydantic-ai-agent/agent.py
 
@@ -27,8 +32,12 @@ SOAK_ROUNDS ?= 50
 
 install: $(STAMP)
 
-tools: install
+tools: install $(FIX_REPO)
 	$(BIN)/harness install
+
+$(FIX_REPO): examples/inspect-swe-fix/every-launch.patch examples/inspect-swe-fix/make_repo.py | install
+	rm -rf $(FIX_REPO)
+	$(BIN)/python examples/inspect-swe-fix/make_repo.py $(FIX_REPO) --version $(INSPECT_SWE)
 
 # Debian's Chromium and ChromeDriver: the HTML report is tested in a real headless browser.
 browser:
@@ -46,7 +55,9 @@ $(STAMP): pyproject.toml
 # defects; the Claude Code suite against both Claude Code builds under every launch
 # policy; auto-compaction against the pinned build (the older one refuses the turn
 # instead of compacting); the code-puppy suite against both code-puppy releases
-# (every format and memory setting on the pinned one) and the pydantic-ai example.
+# (every format and memory setting on the pinned one) and the pydantic-ai example;
+# the inspect-swe suite on the measured release with both Claude Code builds, pin on
+# and off, and the fix commit (auto-compaction with the pinned build only, as above).
 # Exit 0 when every verdict matches the scenarios' expectations. Every run happens
 # even after a failed one; one report folder each.
 run: tools
@@ -59,6 +70,12 @@ run: tools
 	  --target 'code-puppy@$(CODE_PUPPY_PINNED)+*' --target 'code-puppy@$(CODE_PUPPY_OLDER)+openai' \
 	  --target 'code-puppy@$(CODE_PUPPY_OLDER)+anthropic' \
 	  --target '$(EXAMPLE_AGENT):persisted_agent+*+in-process' --target '$(EXAMPLE_AGENT):process_agent+*+in-process' || status=$$?; \
+	$(BIN)/harness run scenarios/inspect-swe \
+	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)+*' --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_OLDER)+*' \
+	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)$(FIX_TARGET)' \
+	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_OLDER)$(FIX_TARGET)' || status=$$?; \
+	$(BIN)/harness run scenarios/inspect-swe-auto-compaction --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)+*' \
+	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)$(FIX_TARGET)' || status=$$?; \
 	exit $$status
 
 test: tools browser
