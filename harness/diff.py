@@ -15,6 +15,7 @@ from typing import Sequence
 
 from harness.fakeapi.exchange import Exchange
 from harness.fakeapi.journal import read_journal
+from harness.launches import Launch, launch_journal_path, read_launches
 from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult
 from harness.runner import Progress, judge, journal_name, run_scenario
 from harness.scenario import Scenario
@@ -59,6 +60,8 @@ class ScenarioDiff:
     baseline_exchanges: list[Exchange]
     candidate_exchanges: list[Exchange]
     cells: list[Cell] = field(default_factory=list)
+    baseline_launches: list[Launch] = field(default_factory=list)
+    candidate_launches: list[Launch] = field(default_factory=list)
 
     def final(self, check: str) -> Cell:
         """The verdicts over the whole run: the last step's cell."""
@@ -107,8 +110,10 @@ class Comparison:
         return reasons
 
 
-def step_cells(scenario: Scenario, baseline: tuple[RunResult, list[Exchange], Target],
-               candidate: tuple[RunResult, list[Exchange], Target]) -> list[Cell]:
+Side = tuple[RunResult, list[Exchange], Target, list[Launch]]
+
+
+def step_cells(scenario: Scenario, baseline: Side, candidate: Side) -> list[Cell]:
     """Judge each side on its journal as of every step; a step the run never completed is an error."""
     cells = []
     for step in scenario.steps:
@@ -118,17 +123,20 @@ def step_cells(scenario: Scenario, baseline: tuple[RunResult, list[Exchange], Ta
     return cells
 
 
-def _verdicts_as_of(scenario: Scenario, step: int, result: RunResult, exchanges: list[Exchange], target: Target) -> dict[str, str]:
+def _verdicts_as_of(scenario: Scenario, step: int, result: RunResult, exchanges: list[Exchange], target: Target,
+                    launches: list[Launch]) -> dict[str, str]:
     completed = [s.index for s in result.steps if not s.error]
     if step not in completed:
         return {check: ERROR for check in scenario.checks}
-    return {r.check: r.verdict for r in judged_as_of(scenario, step, exchanges, target)}
+    return {r.check: r.verdict for r in judged_as_of(scenario, step, exchanges, target, launches)}
 
 
-def judged_as_of(scenario: Scenario, step: int, exchanges: list[Exchange], target: Target) -> list[CheckResult]:
-    """The scenario's checks on the journal as it stood after `step` (checks are pure functions of the journal)."""
+def judged_as_of(scenario: Scenario, step: int, exchanges: list[Exchange], target: Target,
+                 launches: Sequence[Launch] = ()) -> list[CheckResult]:
+    """The scenario's checks on the journals as they stood after `step` (checks are pure functions of the journals)."""
     upto = [e for e in exchanges if e.step is not None and e.step <= step]
-    return judge(scenario, target, upto, None)
+    launched = [launch for launch in launches if launch.step is not None and launch.step <= step]
+    return judge(scenario, target, upto, None, launched)
 
 
 def compare(
@@ -152,8 +160,11 @@ def compare(
             result = run_scenario(scenario, target, journal, progress)
             if progress is not None:
                 progress.run_finished(result)
-            sides.append((result, read_journal(journal) if journal.exists() else [], target))
-        sd = ScenarioDiff(scenario, sides[0][0], sides[1][0], sides[0][1], sides[1][1])
+            launches = launch_journal_path(journal)
+            sides.append((result, read_journal(journal) if journal.exists() else [], target,
+                          read_launches(launches) if launches.exists() else []))
+        sd = ScenarioDiff(scenario, sides[0][0], sides[1][0], sides[0][1], sides[1][1],
+                          baseline_launches=sides[0][3], candidate_launches=sides[1][3])
         sd.cells = step_cells(scenario, sides[0], sides[1])
         diffs.append(sd)
     return Comparison(baseline, candidate, diffs, fail_on_unchanged_fail, tuple(required_fixes))

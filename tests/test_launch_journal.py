@@ -234,3 +234,14 @@ def test_reports_show_both_vantage_points_side_by_side(tmp_path):
     assert console.count("the caller's text ·") == 1  # a run whose sides both say 1× stays off the console
     summary = markdown.render([clean, hidden])
     assert "## The caller's text: launcher vs model" in summary and "| 2 resume | 0× ✗ | 1× |" in summary
+
+
+def test_the_merge_gate_sees_a_launcher_regression_at_the_step_it_starts(tmp_path):
+    from harness.diff import REGRESSION, compare
+
+    comparison = compare([parse_scenario(SCENARIO)], reference_with(), reference_with(resume_tail=()), tmp_path)
+    [sd] = comparison.scenarios
+    assert [launch.step for launch in sd.candidate_launches] == [1, 2]
+    cell = sd.first_change(APPENDED)
+    assert (cell.step, cell.change, cell.baseline, cell.candidate) == (2, REGRESSION, "pass", "fail")
+    assert sd.final("appended_exactly_once").change == "unchanged-pass"  # the model never noticed

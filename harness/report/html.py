@@ -244,7 +244,9 @@ def _check_result(sd: ScenarioDiff, side: str, target: Target, check: str, verdi
     if own is not None and own.verdict == verdict:
         return own
     exchanges: list[Exchange] = getattr(sd, f"{side}_exchanges")
-    rejudged = next((r for r in judged_as_of(sd.scenario, sd.scenario.steps[-1].index, exchanges, target) if r.check == check), None)
+    launches = getattr(sd, f"{side}_launches")
+    rejudged = next((r for r in judged_as_of(sd.scenario, sd.scenario.steps[-1].index, exchanges, target, launches)
+                     if r.check == check), None)
     return rejudged if rejudged is not None and rejudged.verdict == verdict else own
 
 
