@@ -34,7 +34,7 @@ from harness.launch_shim import CONTROL_PATH, write_shim
 from harness.launches import Launch, LaunchJournal
 from harness.process import run_process, tail
 from harness.results import StepResult
-from harness.scenario import Scenario
+from harness.scenario import Scenario, Step
 from harness.step_requests import failed_as_scripted, record_requests
 from harness.workspace import Workspace, step_environment
 
@@ -73,8 +73,8 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
     problems = launcher.problems(scenario)
     if problems:
         return f"{target.name} cannot run this scenario: " + "; ".join(problems)
-    steps = _StepAdvance(scenario, api)
-    api.control = LaunchControl(launches, steps.next_launch).handle
+    steps = _StepAdvance(scenario, api, journal, launches, on_step)
+    api.control = LaunchControl(launches, steps.next_launch, on_ended=steps.launch_ended).handle
     shim_dir = workspace.root / "launch-bin"
     write_shim(shim_dir, launcher.binary, launcher.real_binary(), server.base_url + CONTROL_PATH)
     try:
@@ -94,10 +94,13 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
         api.control = None
     told = launcher.outcome(workspace)
     made = launches.launches()
-    results = [_step_result(step, made, journal, steps.scripts.get(step.index)) for step in scenario.steps]
-    results[0].notes[:0] = [f"{launcher.name}: {note}" for note in [*isolation.notes, *told.notes]]
+    results = [_step_result(step, made, journal, steps.scripts.get(step.index)) for step in scenario.steps
+               if step.index not in steps.reported]
+    results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *told.notes]]
     for result in results:
         on_step(result)
+    every = sorted([*steps.reported.values(), *results], key=lambda r: r.index)
+    failed = next((r for r in every if r.error), None)
     stderr = redact_text(tail(stderr_path, 400)).strip()
     said = f"; its stderr ends with: {stderr[-400:]!r}" if stderr else ""
     if isolation.error and not outcome.launch_error:
@@ -115,22 +118,25 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
         return f"{launcher.name} exited with code {outcome.exit_code}: {told.error or 'its log reports no error'}{said}"
     if told.error:
         return f"{launcher.name} exited with code 0, but {told.error}"
-    failed = next((r for r in results if r.error), None)
     if failed is not None:
         return f"step {failed.index} ({failed.kind}): {failed.error}"
     return None
 
 
 class _StepAdvance:
-    """Moves the fake API's script to step k when the k-th launch reports; keeps each step's script for the report."""
+    """Step k runs from the k-th launch's start to its end: the fake API's script follows, and the step is reported
+    as soon as its launch ends (the last one once the launcher has exited, with the launcher's own notes)."""
 
-    def __init__(self, scenario: Scenario, api: FakeModelAPI):
+    def __init__(self, scenario: Scenario, api: FakeModelAPI, journal: Journal, launches: LaunchJournal,
+                 on_step: Callable[[StepResult], None]):
         self._steps = scenario.steps
-        self._api = api
+        self._api, self._journal, self._launches, self._on_step = api, journal, launches, on_step
         self._lock = threading.Lock()
         self._launched = 0
+        self._open: Step | None = None
         self._launcher_pid: int | None = None
         self.scripts: dict[int, StepScript] = {}
+        self.reported: dict[int, StepResult] = {}  # step index -> what was reported as its launch ended
 
     def launcher_started(self, pid: int) -> None:
         """Every step's requests come from the launcher's process tree (the server looks their sender up there)."""
@@ -140,25 +146,37 @@ class _StepAdvance:
 
     def next_launch(self) -> tuple[int | None, str | None]:
         with self._lock:
-            self._close_current()
+            self._close()
             self._launched += 1
             if self._launched > len(self._steps):
                 return None, None  # its requests fall outside any step: unforeseen, default replies
-            step = self._steps[self._launched - 1]
-            self._api.begin_step(step)
+            self._open = self._steps[self._launched - 1]
+            self._api.begin_step(self._open)
             if self._launcher_pid is not None:
                 self._api.set_step_pid(self._launcher_pid)
-            return step.index, step.kind
+            return self._open.index, self._open.kind
+
+    def launch_ended(self, launch: Launch) -> None:
+        with self._lock:
+            step = self._open
+            if step is None or launch.step != step.index:
+                return
+            self._close()  # a request between two launches belongs to no step
+            if step is not self._steps[-1]:
+                result = _step_result(step, self._launches.launches(), self._journal, self.scripts.get(step.index))
+                self.reported[step.index] = result
+                self._on_step(result)
 
     def finish(self) -> None:
         with self._lock:
-            self._close_current()
+            self._close()
 
-    def _close_current(self) -> None:
-        if 0 < self._launched <= len(self._steps):
+    def _close(self) -> None:
+        if self._open is not None:
             script = self._api.end_step()
             if script is not None:
-                self.scripts[self._steps[self._launched - 1].index] = script
+                self.scripts[self._open.index] = script
+            self._open = None
 
 
 def _step_result(step, launches: list[Launch], journal: Journal, script: StepScript | None) -> StepResult:

@@ -6,8 +6,9 @@ So it reports there, on a path no model API has, and its reports never enter
 the request journal: `POST /_harness/launches` (argv, cwd, env, pid) answers
 the launch's number; `POST /_harness/launches/N/end` records its exit code.
 
-`on_start` lets a run whose steps are launches of one launcher process move
-the fake API's script to the next step before the launch's first request.
+`step_of_new_launch` lets a run whose steps are launches of one launcher
+process move the fake API's script to the next step before the launch's first
+request; `on_ended` closes that step and reports it as its launch ends.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ StepOf = Callable[[], "tuple[int | None, str | None]"]  # the step (index, kind)
 
 
 class LaunchControl:
-    def __init__(self, journal: LaunchJournal, step_of_new_launch: StepOf, on_started: Callable[[Launch], None] | None = None):
+    def __init__(self, journal: LaunchJournal, step_of_new_launch: StepOf, on_ended: Callable[[Launch], None] | None = None):
         self.journal = journal
         self._step_of = step_of_new_launch
-        self._on_started = on_started
+        self._on_ended = on_ended
 
     def handle(self, request: HTTPRequest, path: str) -> HTTPResponse:
         try:
@@ -41,6 +42,8 @@ class LaunchControl:
                 if not 1 <= seq <= len(self.journal.launches()):
                     raise ValueError(f"no launch number {seq}")
                 launch = self.journal.finish(seq, _int_or_none(payload.get("exit_code")), _int_or_none(payload.get("pid")))
+                if self._on_ended is not None:
+                    self._on_ended(launch)
                 return _answer(200, {"seq": launch.seq})
         except (ValueError, KeyError, TypeError) as exc:
             return _answer(400, {"error": f"bad launch report to {path}: {exc}"})
@@ -53,8 +56,6 @@ class LaunchControl:
         step, kind = self._step_of()
         launch = self.journal.start(argv, cwd, {str(k): str(v) for k, v in env.items()}, step=step, step_kind=kind,
                                     pid=_int_or_none(payload.get("pid")), recorded_by=SHIM)
-        if self._on_started is not None:
-            self._on_started(launch)
         return {"seq": launch.seq, "step": step}
 
 

@@ -31,6 +31,8 @@ def rows(result: RunResult) -> list[tuple[str, str, str]] | None:
         launch_cell = "not recorded" if passed is None else f"{passed}×" + ("" if passed == 1 else " ✗")
         if counts:
             request_cell = " ".join(f"{n}×" for n in counts) + ("" if all(n == 1 for n in counts) else " ✗")
+        elif "main" in step.classes:  # the step's turns were answered with the scripted error
+            request_cell = "no answered main request"
         else:
             request_cell = "no main request" + (f" ({', '.join(step.classes)})" if step.classes else "")
         out.append((f"{step.index} {step.kind}", launch_cell, request_cell))
