@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,10 @@ def fix_repo(tmp_path_factory) -> Path:
     return dest
 
 
-def run(scenario_path: Path, spec: str, tmp_path: Path):
+def run(scenario_path: Path, spec: str, tmp_path: Path, keep_workspace: bool = False):
     (target,) = resolve_target(spec)
     journal = tmp_path / "journal.jsonl"
-    result = run_scenario(load_scenario(scenario_path), target, journal)
+    result = run_scenario(load_scenario(scenario_path), target, journal, keep_workspace=keep_workspace)
     return result, journal
 
 
@@ -106,7 +107,14 @@ def test_without_the_pin_the_model_loses_the_text_at_the_first_retry(tmp_path):
 
 def test_an_uncaught_error_is_retried_by_a_fresh_launch_without_the_text(tmp_path):
     scenario = SUITE / "isw-uncaught-error-retry.yaml"
-    result, journal = run(scenario, f"{RELEASE}+claude-code@{PINNED}+pin", tmp_path)
+    result, journal = run(scenario, f"{RELEASE}+claude-code@{PINNED}+pin", tmp_path, keep_workspace=True)
+    workspace = Path(result.workspace)
+    try:
+        # What Inspect puts under /var/tmp landed in the run's own folder bound over it, not on the host.
+        assert (workspace / "var-tmp" / "sandbox-services").is_dir()
+        assert any(note.startswith("inspect eval: private /var/tmp: bound to") for note in result.steps[-1].notes)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
     assert_as_expected(result)
     assert [s.exit_code for s in result.steps] == [0, 1, 0]
     assert result.steps[1].argv[-1] == result.steps[2].argv[-1] == "And 7*8?"
