@@ -35,7 +35,7 @@ from harness.launches import Launch, LaunchJournal
 from harness.process import run_process, tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
-from harness.step_requests import failed_as_scripted, record_requests
+from harness.step_requests import exit_problem, record_requests
 from harness.workspace import Workspace, step_environment
 
 STARTUP_ALLOWANCE_S = 120.0  # the launcher's own start and teardown, on top of the steps' timeouts
@@ -61,6 +61,7 @@ class ScenarioLauncher(Protocol):
 
     def real_binary(self) -> list[str]: ...
     def describe(self) -> str: ...  # what it runs, for `harness install`
+    def session_of(self, argv: list[str]) -> str | None: ...  # the session a launch's argv names, for the report
     def problems(self, scenario: Scenario) -> list[str]: ...  # what in the scenario this launcher cannot express
     def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall: ...
     def outcome(self, workspace: Workspace) -> LauncherOutcome: ...
@@ -73,7 +74,7 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
     problems = launcher.problems(scenario)
     if problems:
         return f"{target.name} cannot run this scenario: " + "; ".join(problems)
-    steps = _StepAdvance(scenario, api, journal, launches, on_step)
+    steps = _StepAdvance(scenario, api, journal, launches, on_step, launcher.session_of)
     api.control = LaunchControl(launches, steps.next_launch, on_ended=steps.launch_ended).handle
     shim_dir = workspace.root / "launch-bin"
     write_shim(shim_dir, launcher.binary, launcher.real_binary(), server.base_url + CONTROL_PATH)
@@ -94,8 +95,8 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
         api.control = None
     told = launcher.outcome(workspace)
     made = launches.launches()
-    results = [_step_result(step, made, journal, steps.scripts.get(step.index)) for step in scenario.steps
-               if step.index not in steps.reported]
+    results = [_step_result(step, made, journal, steps.scripts.get(step.index), launcher.session_of)
+               for step in scenario.steps if step.index not in steps.reported]
     results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *told.notes]]
     for result in results:
         on_step(result)
@@ -128,9 +129,10 @@ class _StepAdvance:
     as soon as its launch ends (the last one once the launcher has exited, with the launcher's own notes)."""
 
     def __init__(self, scenario: Scenario, api: FakeModelAPI, journal: Journal, launches: LaunchJournal,
-                 on_step: Callable[[StepResult], None]):
+                 on_step: Callable[[StepResult], None], session_of: Callable[[list[str]], str | None]):
         self._steps = scenario.steps
         self._api, self._journal, self._launches, self._on_step = api, journal, launches, on_step
+        self._session_of = session_of
         self._lock = threading.Lock()
         self._launched = 0
         self._open: Step | None = None
@@ -163,7 +165,8 @@ class _StepAdvance:
                 return
             self._close()  # a request between two launches belongs to no step
             if step is not self._steps[-1]:
-                result = _step_result(step, self._launches.launches(), self._journal, self.scripts.get(step.index))
+                result = _step_result(step, self._launches.launches(), self._journal, self.scripts.get(step.index),
+                                      self._session_of)
                 self.reported[step.index] = result
                 self._on_step(result)
 
@@ -179,7 +182,8 @@ class _StepAdvance:
             self._open = None
 
 
-def _step_result(step, launches: list[Launch], journal: Journal, script: StepScript | None) -> StepResult:
+def _step_result(step, launches: list[Launch], journal: Journal, script: StepScript | None,
+                 session_of: Callable[[list[str]], str | None]) -> StepResult:
     result = StepResult(index=step.index, kind=step.kind)
     launch = next((launch for launch in launches if launch.step == step.index), None)
     if launch is None:
@@ -188,25 +192,14 @@ def _step_result(step, launches: list[Launch], journal: Journal, script: StepScr
     result.argv = launch.argv
     result.exit_code = launch.exit_code
     result.duration_s = launch.duration_s or 0.0
-    result.session_id = _session_of(launch.argv)
+    result.session_id = session_of(launch.argv)
     exchanges = journal.for_step(step.index)
     record_requests(result, exchanges, script)
     if launch.exit_code is None:
         result.error = "the launch never reported its end (killed together with its launcher?)"
-    elif launch.exit_code != 0 and not (launch.exit_code > 0 and failed_as_scripted(step, exchanges)):
-        result.error = f"the agent exited with code {launch.exit_code}"
-    elif result.requests == 0:
-        result.error = "the agent sent no request to the fake API"
-    elif launch.exit_code != 0:
-        result.notes.append(f"exited with code {launch.exit_code} after the scripted API error, as the scenario foresees")
+    else:
+        result.error = exit_problem(result, step, exchanges)
     return result
-
-
-def _session_of(argv: list[str]) -> str | None:
-    for flag in ("--resume", "--session-id", "-r"):
-        if flag in argv[:-1]:
-            return argv[argv.index(flag) + 1]
-    return None
 
 
 def _brief(argv: list[str], limit: int = 200) -> str:

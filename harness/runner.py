@@ -8,7 +8,6 @@ an error whose checks are not judged, never a pass.
 from __future__ import annotations
 
 import re
-import signal
 import sys
 import time
 import traceback
@@ -25,7 +24,7 @@ from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
 from harness.process import run_process, tail
 from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario, Step
-from harness.step_requests import failed_as_scripted, record_requests
+from harness.step_requests import exit_problem, record_requests
 from harness.targets.base import MissingValue, Target, render
 from harness.terminal import strip_escapes
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
@@ -244,9 +243,7 @@ def _run_step(
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
     record_requests(result, exchanges, script)
-    result.error = _step_error(outcome, result, step, target, failed_as_scripted(step, exchanges))
-    if not result.error and outcome.exit_code != 0:
-        result.notes.append(f"exited with code {outcome.exit_code} after the scripted API error, as the scenario foresees")
+    result.error = _step_error(outcome, result, step, target, exchanges)
     if result.error:
         return result, session_id
     new_id = target.session_id.read(stdout, exchanges)
@@ -268,7 +265,7 @@ def _write_home_files(target: Target, values: dict, workspace: Workspace) -> Non
         path.write_text(render(template, values), encoding="utf-8")
 
 
-def _step_error(outcome, result: StepResult, step: Step, target: Target, failed_as_scripted: bool) -> str | None:
+def _step_error(outcome, result: StepResult, step: Step, target: Target, exchanges: list[Exchange]) -> str | None:
     # Agents that report errors as JSON on stdout (Claude Code's `is_error` result) leave stderr empty.
     if result.stderr_tail.strip():
         stderr = f"; stderr ends with: {tail_line(result.stderr_tail)!r}"
@@ -280,19 +277,7 @@ def _step_error(outcome, result: StepResult, step: Step, target: Target, failed_
         return outcome.launch_error
     if outcome.timed_out:
         return f"timed out after {step.timeout_s or target.timeout_s:g}s; its process group was killed{stderr}"
-    if outcome.exit_code != 0 and not (outcome.exit_code > 0 and failed_as_scripted):
-        how = f"was killed by {_signal_name(-outcome.exit_code)}" if outcome.exit_code < 0 else f"exited with code {outcome.exit_code}"
-        return f"the agent {how}{stderr}"
-    if result.requests == 0:
-        return "the agent sent no request to the fake API"
-    return None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return f"signal {number} ({signal.Signals(number).name})"
-    except ValueError:
-        return f"signal {number}"
+    return exit_problem(result, step, exchanges, stderr)
 
 
 def tail_line(text: str, limit: int = 300) -> str:

@@ -6,6 +6,7 @@ and a launch made by a launcher process (launcher_run.py).
 
 from __future__ import annotations
 
+import signal
 from typing import Sequence
 
 from harness.fakeapi.exchange import OUTBOUND, Exchange
@@ -35,3 +36,27 @@ def record_requests(result: StepResult, exchanges: Sequence[Exchange], script: S
 def failed_as_scripted(step: Step, exchanges: Sequence[Exchange]) -> bool:
     """A non-zero exit is foreseen only once the scripted error was actually answered in this step."""
     return step.scripts_an_error and any(e.scripted_error for e in exchanges)
+
+
+def exit_problem(result: StepResult, step: Step, exchanges: Sequence[Exchange], said: str = "") -> str | None:
+    """What a finished step's exit code and requests make of it: its error, or None.
+
+    A non-zero exit after the scripted error was answered is foreseen, and noted; `said` is what the process
+    printed last, appended to an unforeseen exit.
+    """
+    code = result.exit_code
+    if code != 0 and not (code is not None and code > 0 and failed_as_scripted(step, exchanges)):
+        how = f"was killed by {signal_name(-code)}" if code is not None and code < 0 else f"exited with code {code}"
+        return f"the agent {how}{said}"
+    if result.requests == 0:
+        return "the agent sent no request to the fake API"
+    if code != 0:
+        result.notes.append(f"exited with code {code} after the scripted API error, as the scenario foresees")
+    return None
+
+
+def signal_name(number: int) -> str:
+    try:
+        return f"signal {number} ({signal.Signals(number).name})"
+    except ValueError:
+        return f"signal {number}"

@@ -118,6 +118,8 @@ def test_an_uncaught_error_is_retried_by_a_fresh_launch_without_the_text(tmp_pat
     assert_as_expected(result)
     assert [s.exit_code for s in result.steps] == [0, 1, 0]
     assert result.steps[1].argv[-1] == result.steps[2].argv[-1] == "And 7*8?"
+    session = result.steps[0].session_id
+    assert session and [s.session_id for s in result.steps] == [session] * 3  # one session, relaunched
     assert text_per_launch(journal, load_scenario(scenario).append) == [1, 0, 0]
 
 

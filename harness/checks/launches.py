@@ -101,9 +101,8 @@ def check_from_caller(context: CheckContext) -> CheckResult:
                     f"  the caller gave: {', '.join(repr(clip(t, 60)) for t in given) or 'no text'}",
                     step=launch.step, expected="only the caller's text", observed=clip(rest.strip(), 200), evidence=evidence,
                 )
-    passed = sum(1 for entry in evidence["by_launch"])
     return CheckResult(
         FROM_CALLER, PASS,
-        f"{len(launches)} launches, {passed} system-prompt option(s): all of it text the caller gave",
+        f"{len(launches)} launches, {len(evidence['by_launch'])} system-prompt option(s): all of it text the caller gave",
         evidence=evidence,
     )

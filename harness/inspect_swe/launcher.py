@@ -48,6 +48,13 @@ class InspectLauncher:
     def describe(self) -> str:
         return f"{self.venv / 'bin' / 'inspect'} eval, launching {self.claude[-1]}"
 
+    def session_of(self, argv: list[str]) -> str | None:
+        """claude_code() names the session on every launch: --session-id first, --resume after."""
+        for flag in ("--resume", "--session-id"):
+            if flag in argv[:-1]:
+                return argv[argv.index(flag) + 1]
+        return None
+
     def problems(self, scenario: Scenario) -> list[str]:
         return plan_of(scenario, pin=self.pin, cwd="")[1]
 
