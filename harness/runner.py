@@ -297,7 +297,7 @@ def judge(scenario: Scenario, target: Target, exchanges: list[Exchange], run_err
                 verdict = run_check(name, context)
             except Exception:  # a crashing check is a harness bug, reported as such, never a pass
                 verdict = CheckResult(name, ERROR, "the check itself crashed:\n" + traceback.format_exc())
-        verdict.expected_verdict = scenario.expected_verdict(target.name, name)
+        verdict.expected_verdict = scenario.expected_verdict(target.expected_as or target.name, name)
         verdict.as_expected = verdict.verdict == verdict.expected_verdict
         verdicts.append(verdict)
     return verdicts

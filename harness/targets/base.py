@@ -91,6 +91,8 @@ class Target:
     # Set: one launcher process runs the whole scenario and starts the agent binary once per step (inspect_swe);
     # `commands` is then unused (harness/launcher_run.py).
     launcher: "ScenarioLauncher | None" = None
+    # Set: the scenarios' expectations for that target name apply to this one (the same agent, run another way).
+    expected_as: str | None = None
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""
