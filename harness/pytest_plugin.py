@@ -62,8 +62,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if file_path.suffix in (".yaml", ".yml") and SCENARIO_FOLDER in file_path.parent.parts:
+        if _unnamed_finding(file_path, parent.config):
+            return None
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+def _unnamed_finding(file_path: Path, config: pytest.Config) -> bool:
+    """A file in `harness explore`'s inbox (scenarios/.../found/) that the command line did not name.
+
+    As with `harness run`, the inbox is replayed when named and otherwise left out of the library.
+    """
+    from harness.scenario_file import FOUND_FOLDER
+
+    parts = file_path.parent.parts
+    below_scenarios = parts[parts.index(SCENARIO_FOLDER) + 1:]
+    if FOUND_FOLDER not in below_scenarios:
+        return False
+    found_dir = Path(*parts[:parts.index(SCENARIO_FOLDER) + 1 + below_scenarios.index(FOUND_FOLDER) + 1]).resolve()
+    for arg in config.args:
+        named = (Path(config.invocation_params.dir) / arg.split("::")[0]).resolve()
+        if named == found_dir or found_dir in named.parents:
+            return False
+    return True
 
 
 class ScenarioFile(pytest.File):

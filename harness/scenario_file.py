@@ -38,6 +38,7 @@ from harness.yamlsource import (
 # (``steps[2].retry.reply[1].tool_use.name``; list positions count from 1).
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
+FOUND_FOLDER = "found"  # harness explore's inbox (see find_scenario_files)
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -278,8 +279,18 @@ def load_scenario(path: str | Path) -> Scenario:
     return _load_with_name_line(Path(path))[0]
 
 
+def scenario_from_text(text: str, path: str | Path | None = None) -> Scenario:
+    """Read and validate a scenario held in memory (`harness explore` runs exactly what it would write)."""
+    return _ScenarioReader(Path(path) if path is not None else None).scenario(load_located(text, path))[0]
+
+
 def find_scenario_files(path: str | Path) -> list[Path]:
-    """``path`` itself if a file; else its *.yaml / *.yml files, recursively, sorted, hidden entries skipped."""
+    """``path`` itself if a file; else its *.yaml / *.yml files, recursively, sorted, hidden entries skipped.
+
+    A folder named `found` below ``path`` is skipped: it is `harness explore`'s inbox of failing
+    sequences, replayed when named (`harness run scenarios/found`), and kept out of the library's
+    runs until a scenario is moved into the library.
+    """
     path = Path(path)
     if path.is_file():
         return [path]
@@ -293,7 +304,7 @@ def find_scenario_files(path: str | Path) -> list[Path]:
 
     found: list[Path] = []
     for root, dirs, files in os.walk(path, onerror=walk_error):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != FOUND_FOLDER)
         for name in files:
             if not name.startswith(".") and name.endswith(SCENARIO_SUFFIXES):
                 found.append(Path(root) / name)

@@ -8,11 +8,15 @@ terminal summary so every `make test` shows what each defect breaks.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from harness.explore import profiles
 
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.journal import Journal
@@ -21,6 +25,11 @@ from harness.results import RunResult
 from harness.runner import run_scenario
 from harness.scenario import Scenario
 from harness.targets.base import Target
+
+# Derandomized unless asked otherwise (HYPOTHESIS_PROFILE=deep, or --hypothesis-profile deep): a red CI run
+# is the same red run on a laptop.
+profiles.register()
+settings.load_profile(os.environ.get(profiles.ENV_VARIABLE, profiles.CI))
 
 MATRIX_KEY = "harness_defect_matrix_row"
 CLAUDE_CODE_KEY = "harness_claude_code_cell"

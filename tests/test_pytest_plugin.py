@@ -111,3 +111,14 @@ def test_repeat_makes_each_round_its_own_item(pytester, library):
     result.stdout.fnmatch_lines(["*sky[[]reference·1/3[]] PASSED*", "*sky[[]reference·3/3[]] PASSED*"])
     bad = pytester.runpytest_subprocess("scenarios", "--harness-repeat", "0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_pytest_plugin_leaves_the_inbox_out_unless_named(pytester):
+    library = pytester.path / "scenarios"
+    (library / "found").mkdir(parents=True)
+    (library / "kept.yaml").write_text(OK.format(name="kept"))
+    (library / "found" / "new.yaml").write_text(OK.format(name="new"))
+    whole = pytester.runpytest_subprocess("scenarios", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert "kept.yaml" in whole.stdout.str() and "new.yaml" not in whole.stdout.str()
+    named = pytester.runpytest_subprocess("scenarios/found", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert "new.yaml" in named.stdout.str()

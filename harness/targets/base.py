@@ -91,6 +91,8 @@ class Target:
     # Set: one launcher process runs the whole scenario and starts the agent binary once per step (inspect_swe);
     # `commands` is then unused (harness/launcher_run.py).
     launcher: "ScenarioLauncher | None" = None
+    # A call of one of the agent's own tools ({"name": ..., "input": {...}}), for `harness explore`'s tool-call turns.
+    tool_call: Mapping[str, Any] | None = None
     # Set: the scenarios' expectations for that target name apply to this one (the same agent, run another way).
     expected_as: str | None = None
 

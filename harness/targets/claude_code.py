@@ -142,4 +142,6 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         timeout_s=120.0,
         env=OFFLINE_ENV,
         side_calls=SIDE_CALLS,
+        # A read-only tool, which -p runs without asking for permission.
+        tool_call={"name": "Glob", "input": {"pattern": "*.txt"}},
     )

@@ -1,0 +1,206 @@
+"""Hypothesis' stateful search over step sequences: each rule is one step, each step a fresh process.
+
+The rules are the step kinds (harness/explore/vocabulary.py), guarded by what a
+launcher can meaningfully do next: nothing before the launch, a retry only
+after a wrong answer or a failed turn, a compaction only after two turns since
+the last one (some Claude Code builds refuse to compact a single turn). After
+every step the run so far is judged by the scenario's checks, exactly as
+`harness run` judges a whole run; a failing check or a step that did not
+complete ends the sequence as a finding.
+
+Each check that fails raises its own exception type, so Hypothesis shrinks
+each kind of failure on its own instead of sliding from one to another, and a
+target with two defects yields two findings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from harness.explore import vocabulary as voc
+from harness.live_run import LiveRun
+from harness.results import ERROR, FAIL
+from harness.runner import judge
+from harness.scenario_file import scenario_from_text
+from harness.targets.base import Target
+
+SCRATCH_NAME = "explored-sequence"  # the name of a sequence while it runs; a finding is renamed when written
+RUN_ERROR = "run_error"  # a finding's check when a step did not complete
+
+
+class Finding(AssertionError):
+    """A step sequence the target fails, with the exact step documents that ran."""
+
+    check: ClassVar[str] = RUN_ERROR
+
+    def __init__(self, steps: list[voc.StepDoc], step: int, message: str):
+        self.steps, self.step, self.message = [dict(s) for s in steps], step, message
+        super().__init__(f"{self.what} at step {step} of {len(steps)}: {message}")
+
+    @property
+    def what(self) -> str:
+        return "the run did not complete" if self.check == RUN_ERROR else f"{self.check} fails"
+
+
+_FINDING_TYPES: dict[str, type[Finding]] = {}
+
+
+def finding_type(check: str) -> type[Finding]:
+    """One exception class per check name (Hypothesis tells failures apart by type and place)."""
+    if check not in _FINDING_TYPES:
+        _FINDING_TYPES[check] = type(f"Finding_{check}", (Finding,), {"check": check})
+    return _FINDING_TYPES[check]
+
+
+class ExplorationError(Exception):
+    """The harness, not the target, could not run a sequence (e.g. the git working directory)."""
+
+
+@dataclass
+class Exploration:
+    """One target's search: its budget in steps per sequence, and running counts for progress reports."""
+
+    target: Target
+    max_steps: int
+    on_sequence: Callable[["Exploration", list[voc.StepDoc], Finding | None], None] = lambda *_: None
+    sequences: int = 0
+    steps: int = 0
+    failing: int = 0
+    rules: Counter = field(default_factory=Counter)  # steps run per rule: what the search actually covered
+    started: float = field(default_factory=time.monotonic)
+
+    def can_compact(self) -> bool:
+        return self.target.command_for("compact") is not None
+
+    def unavailable(self) -> dict[str, str]:
+        """Rules this target cannot take, and why (the rest of the vocabulary is still searched)."""
+        why = {}
+        if not self.can_compact():
+            why["compact"] = "the target has no compact command"
+        if self.target.tool_call is None:
+            why["tool_call_turn"] = "the target names no tool of its own (Target.tool_call)"
+        if not self.passes_temporary_text():
+            why["turn_with_temporary_text"] = "its resume command passes no {temporary}"
+        return why
+
+    def passes_temporary_text(self) -> bool:
+        """Whether a resume hands the agent a step's temporary text at all (else there is nothing to judge)."""
+        templates = [*(self.target.command_for("resume") or ()), *self.target.env.values()]
+        return any("{temporary}" in template for template in templates)
+
+
+class StepSequence(RuleBasedStateMachine):
+    exploration: ClassVar[Exploration]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.docs: list[voc.StepDoc] = []
+        self.run: LiveRun | None = None
+        self.answered_turns = 0  # since the launch or the last compaction
+        self.last_answered = False  # the last step ended with a reply (a retry may call it wrong)
+        self.last_failed = False  # the last step's turn was failed by the model API
+        self.edits = 0
+        self.finding: Finding | None = None
+
+    @property
+    def q(self) -> voc.Question:
+        """The next step's question, from its position: nothing to draw, nothing to shrink, and every prompt distinct."""
+        return voc.Question(len(self.docs) + 1, len(self.docs) + 2)
+
+    def _room(self) -> bool:
+        return 0 < len(self.docs) < self.exploration.max_steps
+
+    @precondition(lambda self: not self.docs)
+    @rule()
+    def launch(self) -> None:
+        self._take("launch", voc.launch(self.q), answered=True)
+
+    @precondition(lambda self: self._room())
+    @rule()
+    def resume(self) -> None:
+        self._take("resume", voc.resume(self.q), answered=True)
+
+    @precondition(lambda self: self._room() and (self.last_answered or self.last_failed))
+    @rule()
+    def retry(self) -> None:
+        """After a failed turn, the same prompt again; after an answer, the launcher calls it wrong."""
+        if self.last_failed:
+            self._take("retry_after_failed_turn", voc.retry_after_failed_turn(self.docs[-1], self.q), answered=True)
+        else:
+            self._take("retry_after_wrong_answer", voc.retry_after_wrong_answer(self.q), answered=True)
+
+    @precondition(lambda self: self._room())
+    @rule(error=st.sampled_from(voc.API_ERRORS))
+    def turn_failed_by_api(self, error: dict) -> None:
+        self._take("turn_failed_by_api", voc.turn_failed_by_api(self.q, error), answered=False, failed=True)
+
+    @precondition(lambda self: self._room() and self.answered_turns >= 2 and self.exploration.can_compact())
+    @rule()
+    def compact(self) -> None:
+        self._take("compact", voc.compact(len(self.docs) + 1), answered=False)
+        self.answered_turns = 0
+
+    @precondition(lambda self: self._room() and self.exploration.target.tool_call is not None)
+    @rule()
+    def tool_call_turn(self) -> None:
+        self._take("tool_call_turn", voc.tool_call_turn(self.q, self.exploration.target.tool_call), answered=True)
+
+    @precondition(lambda self: self._room())
+    @rule(commit=st.booleans())
+    def workdir_change_turn(self, commit: bool) -> None:
+        self.edits += 1
+        self._take("workdir_change_turn", voc.workdir_change_turn(self.q, self.edits, commit), answered=True)
+
+    @precondition(lambda self: self._room() and self.exploration.passes_temporary_text())
+    @rule()
+    def turn_with_temporary_text(self) -> None:
+        self._take("turn_with_temporary_text", voc.turn_with_temporary_text(self.q), answered=True)
+
+    def _take(self, rule: str, docs: list[voc.StepDoc], *, answered: bool, failed: bool = False) -> None:
+        """Run the new steps in this sequence's live run, then judge the whole run so far."""
+        exploration = self.exploration
+        done = len(self.docs)
+        self.docs.extend(docs)
+        scenario = scenario_from_text(voc.scenario_text(SCRATCH_NAME, self.docs))
+        if self.run is None:
+            self.run = LiveRun(scenario, exploration.target).__enter__()
+            problem = self.run.prepare()
+            if problem:
+                raise ExplorationError(problem)
+        for step in scenario.steps[done:]:
+            result = self.run.run_step(step)
+            exploration.steps += 1
+            exploration.rules[rule] += 1
+            if result.error:
+                self._found(finding_type(RUN_ERROR)(self.docs[:step.index], step.index, result.error))
+            for verdict in judge(scenario, exploration.target, self.run.exchanges(), None, self.run.recorded_launches()):
+                if verdict.verdict == ERROR:  # the check could not judge: the harness's problem, not the target's
+                    raise ExplorationError(f"{verdict.check} could not judge step {step.index} of "
+                                           f"{voc.step_kinds(self.docs)}: {verdict.message}")
+                if verdict.verdict == FAIL:
+                    self._found(finding_type(verdict.check)(self.docs[:step.index], step.index, verdict.message))
+        self.answered_turns += 1 if answered else 0
+        self.last_answered, self.last_failed = answered, failed
+
+    def _found(self, finding: Finding) -> None:
+        self.finding = finding
+        raise finding
+
+    def teardown(self) -> None:
+        if self.run is not None:
+            self.run.close()
+        exploration = self.exploration
+        exploration.sequences += 1
+        exploration.failing += self.finding is not None
+        exploration.on_sequence(exploration, self.docs, self.finding)
+
+
+def machine_for(exploration: Exploration) -> type[StepSequence]:
+    """A machine class bound to one exploration (Hypothesis instantiates it once per sequence)."""
+    return type(f"StepSequence_{exploration.sequences}", (StepSequence,), {"exploration": exploration})

@@ -1,0 +1,128 @@
+"""The steps `harness explore` can take, written as the scenario file would write them.
+
+Each step kind is a small function from drawn values to YAML step documents
+(plain dicts, in the scenario file's own grammar). The explorer runs the
+scenario those documents make, parsed by the same reader as any file, so a
+finding written to disk is byte for byte what ran.
+
+The values drawn are deliberately plain (two small numbers, one of a few API
+errors), so a shrunk finding reads like a scenario someone wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import yaml
+
+# What the caller appends on every launch: the text the checks follow through each step.
+APPEND = "Rules: answer with one number; report every command you run."
+# What the target is told for one step only (temporary_text_transient: no later request may carry it).
+STEP_TEMPORARY = "For this turn only: the user is reviewing, so state the arithmetic."
+# The scripted model errors a turn can fail with. A 400 is not retried by agents; a 529 with retry-after 0
+# may be, in-process, and every request of the step gets it, so the process still ends up failing.
+API_ERRORS: tuple[dict, ...] = (
+    {"status": 400, "type": "invalid_request_error", "message": "harness explore: scripted failure of this turn"},
+    {"status": 529, "type": "overloaded_error", "message": "Overloaded", "retry_after": 0},
+)
+NOTES_FILE = "notes.txt"
+
+StepDoc = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A turn's prompt and its right answer: `a+b`."""
+
+    a: int
+    b: int
+
+    @property
+    def prompt(self) -> str:
+        return f"What is {self.a}+{self.b}?"
+
+    @property
+    def answer(self) -> str:
+        return str(self.a + self.b)
+
+
+def launch(q: Question) -> list[StepDoc]:
+    return [{"launch": {"prompt": q.prompt, "reply": q.answer}}]
+
+
+def resume(q: Question) -> list[StepDoc]:
+    return [{"resume": {"prompt": q.prompt, "reply": q.answer}}]
+
+
+def retry_after_wrong_answer(q: Question) -> list[StepDoc]:
+    """The launcher calls the last reply wrong and asks again in a fresh process."""
+    return [{"retry": {"prompt": f"That is not right. {q.prompt}", "reply": q.answer}}]
+
+
+def turn_failed_by_api(q: Question, error: Mapping[str, Any]) -> list[StepDoc]:
+    """A turn the model API fails: the process exits non-zero, and the launcher may retry it."""
+    return [{"resume": {"prompt": q.prompt, "error": dict(error)}}]
+
+
+def retry_after_failed_turn(failed: StepDoc, q: Question) -> list[StepDoc]:
+    """The failed turn's prompt again, in a fresh process."""
+    return [{"retry": {"prompt": next(iter(failed.values()))["prompt"], "reply": q.answer}}]
+
+
+def compact(number: int) -> list[StepDoc]:
+    return [{"compact": {"summary": f"Summary {number}: the user asked sums; each was answered with one number."}}]
+
+
+def tool_call_turn(q: Question, tool: Mapping[str, Any]) -> list[StepDoc]:
+    """A turn that calls one of the agent's own tools before answering: two requests in one process."""
+    return [{"resume": {"prompt": q.prompt, "reply": [{"tool_use": dict(tool)}, q.answer]}}]
+
+
+def workdir_change_turn(q: Question, number: int, commit: bool) -> list[StepDoc]:
+    """The user edits (and maybe commits) a file of the repository between two turns."""
+    step: StepDoc = {"prompt": q.prompt, "edit": {NOTES_FILE: f"note {number}\n"}}
+    if commit:
+        step["commit"] = f"Note {number}"
+    step["reply"] = q.answer
+    return [{"resume": step}]
+
+
+def turn_with_temporary_text(q: Question) -> list[StepDoc]:
+    return [{"resume": {"prompt": q.prompt, "temporary": STEP_TEMPORARY, "reply": q.answer}}]
+
+
+def step_kinds(steps: list[StepDoc]) -> str:
+    """`launch → resume → compact`: a sequence at a glance."""
+    return " → ".join(next(iter(step)) for step in steps)
+
+
+def first_line(text: str, limit: int = 400) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def scenario_text(name: str, steps: list[StepDoc], *, description: str = "", checks: tuple[str, ...] | None = None,
+                  comment: str = "") -> str:
+    """The scenario file for these steps: a git working directory, the caller's text, the steps in flow style."""
+    head = {"name": name}
+    if description:
+        head["description"] = description
+    head["append"] = APPEND
+    head["workdir"] = "git"
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
+    lines.append(_dump(head).rstrip("\n"))
+    lines.append("steps:")
+    for step in steps:
+        lines.append("  - " + _dump(step, flow=True).strip())
+    if checks is not None:
+        lines.append("checks: " + _dump(list(checks), flow=True).strip())
+    return "\n".join(lines) + "\n"
+
+
+def _dump(value: Any, flow: bool = False) -> str:
+    if flow:
+        kind, body = next(iter(value.items())) if isinstance(value, dict) else (None, value)
+        text = yaml.safe_dump(body, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10_000)
+        return f"{kind}: {text.strip()}" if kind is not None else text
+    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False, allow_unicode=True, width=100)
