@@ -20,7 +20,7 @@ from .agent import (
     run_compact,
     run_prompt,
 )
-from .client import MessagesClient
+from .client import ConnectionFactory, MessagesClient
 from .defects import KNOWN_DEFECTS, parse_defects
 from .errors import AgentError, UsageError
 from .prompt import ProcessContext
@@ -62,7 +62,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def config_from_env(env: Mapping[str, str], *, stream: bool) -> tuple[AgentConfig, MessagesClient]:
+def config_from_env(
+    env: Mapping[str, str], *, stream: bool, connect: ConnectionFactory | None = None
+) -> tuple[AgentConfig, MessagesClient]:
     def required(name: str) -> str:
         value = env.get(name)
         if not value:
@@ -81,16 +83,22 @@ def config_from_env(env: Mapping[str, str], *, stream: bool) -> tuple[AgentConfi
         stream=stream,
         autocompact_tokens=limit,
     )
-    return config, MessagesClient(base_url, api_key)
+    return config, MessagesClient(base_url, api_key, connect=connect)
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    connect: ConnectionFactory | None = None,
+) -> int:
+    """One process's run. `connect` replaces the stdlib HTTP connection (the harness's in-process mode)."""
     args = parse_args(argv)  # argparse exits 2 on its own
     env = os.environ if env is None else env
     client = None
     try:
         defects = parse_defects(args.defect)
-        config, client = config_from_env(env, stream=not args.no_stream)
+        config, client = config_from_env(env, stream=not args.no_stream, connect=connect)
         ctx = ProcessContext(defects=defects, append_flag=args.append_system_prompt, temporary=args.temporary or None)
         if args.compact:
             result = run_compact(args.resume, client=client, config=config, ctx=ctx)

@@ -29,8 +29,7 @@ def resolve_target(spec: str) -> list[Target]:
     """One spec can stand for several targets (`reference:*` is the clean agent plus each defect)."""
     from harness.targets import reference  # the reference agent is imported only when asked for
 
-    name = spec.split(":", 1)[0]
-    if name == reference.NAME:
+    if reference.is_spec(spec):
         return reference.reference_target(spec)
     family = _family(spec)
     if family is not None:
@@ -41,7 +40,7 @@ def resolve_target(spec: str) -> list[Target]:
 
         return [load_target_file(path, rev)]
     raise InputError(
-        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*', "
+        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' (each [+in-process]), "
         "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
         "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', "
         "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]' or the path of a target file "
@@ -82,14 +81,10 @@ def expectation_name_problem(name: str) -> str | None:
     """
     if any(c in name for c in "*?["):
         return None
-    if name.split(":", 1)[0] == "reference":
-        from harness.targets import reference
+    from harness.targets import reference
 
-        try:
-            reference.reference_target(name)
-        except InputError as exc:
-            return str(exc)
-        return None
+    if reference.is_spec(name):
+        return reference.name_problem(name)
     family = _family(name)
     if family is not None:
         return family.name_problem(name)

@@ -1,0 +1,120 @@
+"""A reference-agent step inside the harness process: its command line, with no subprocess and no socket.
+
+The runner calls `run_in_process` where it would start a process (Target.in_process),
+with the argv, environment, working directory, timeout and log files it would have
+used, and between the same `api.begin_step`/`end_step`, so the journal attributes
+requests to steps exactly as in subprocess mode. The step is the agent's own
+`cli.main`, called with the same flags, with this process's environment and
+working directory swapped for the step's while it runs, its stdout and stderr
+captured into the step's log files, and its HTTP connection replaced by one
+over a sync httpx.Client routed through respx to the same FakeModelAPI
+(httpx_connection.py, harness/fakeapi/inprocess.py).
+
+What keeps the fresh-process guarantee: `cli.main` builds everything a process
+would (config, client, ProcessContext with its clock and id minting, the
+session object) on every call, from the flags and from what the previous step
+saved under HOME; the agent's modules keep no state of their own between calls
+(the tests compare their globals before and after a run).
+
+No socket: the runner gives in-process steps BASE_URL, an address no server
+answers (the `.invalid` top-level domain never resolves; harness/live_run.py).
+A caller that hands the step the address of a live fake API server instead
+gets the same: every environment value naming that server is pointed at
+BASE_URL. The router knows only BASE_URL: a request anywhere else, a live
+server included, is refused by respx and fails as a refused connection would.
+
+What this mode cannot do as a process would:
+- a timeout ends the step only where it waits on the fake API (a slow first
+  byte, or the next request): the agent's own code cannot be interrupted;
+- exit codes are the CLI's (`AgentError.exit_code`, argparse's 2, `SystemExit`'s
+  code) and 1 for an uncaught exception with its traceback on stderr, as the
+  interpreter would; stdout and stderr are what went through sys.stdout and
+  sys.stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from harness.fakeapi.core import FakeModelAPI
+from harness.live_run import IN_PROCESS_BASE_URL
+from harness.process import ProcessOutcome
+from harness.pydantic_ai.loading import sandboxed
+
+ARGV0 = "in-process:harness.reference_agent"  # first argv item of an in-process step, shown in reports
+BASE_URL = IN_PROCESS_BASE_URL  # where in-process steps send requests: only the respx router answers
+
+
+def step_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The step's environment with every value naming a live fake API pointed at BASE_URL instead."""
+    live = env.get("ANTHROPIC_BASE_URL")
+    if not live or live.rstrip("/") == BASE_URL:
+        return dict(env)  # nothing to redirect; the CLI reports the missing variable as it would
+    live = live.rstrip("/")
+    return {name: BASE_URL + value[len(live):] if value == live or value.startswith(live + "/") else value
+            for name, value in env.items()}
+
+
+def run_in_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout_s: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    api: FakeModelAPI,
+) -> ProcessOutcome:
+    """One step, as run_process would run `python -m harness.reference_agent ARGS`, minus the process."""
+    import httpx
+
+    from harness.fakeapi.inprocess import StepExpired, SyncRespxTransport, make_router
+    from harness.reference_agent import cli
+    from harness.reference_agent.httpx_connection import HttpxConnection
+
+    started = time.monotonic()
+    pid = os.getpid()
+    api.set_step_pid(pid)
+    if not argv or argv[0] != ARGV0:
+        return ProcessOutcome(None, 0.0, pid, launch_error=f"not an in-process reference-agent command: {list(argv)!r}")
+    step_env = step_environment(env)
+    out, err = io.StringIO(), io.StringIO()
+    exit_code: int | None = 0
+    timed_out = False
+    launch_error: str | None = None
+    transport = SyncRespxTransport(make_router(api, BASE_URL), deadline=started + timeout_s)
+    with httpx.Client(transport=transport, trust_env=False) as http, sandboxed(step_env, cwd), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+
+        def connect(scheme: str, host: str, port: int | None, timeout: float) -> HttpxConnection:
+            return HttpxConnection(http, scheme, host, port, timeout)
+
+        try:
+            exit_code = cli.main(list(argv[1:]), step_env, connect=connect)
+        except SystemExit as exc:  # argparse, or the agent itself
+            exit_code = _system_exit_code(exc.code, err)
+        except StepExpired:
+            exit_code, timed_out = None, True
+            launch_error = f"timed out after {timeout_s:g}s; the in-process run was cancelled"
+            print(f"in-process step cancelled after {timeout_s:g}s", file=err)
+        except Exception:  # the interpreter's behaviour for an uncaught exception
+            exit_code = 1
+            traceback.print_exc(file=err)
+    stdout_path.write_text(out.getvalue(), encoding="utf-8")
+    stderr_path.write_text(err.getvalue(), encoding="utf-8")
+    return ProcessOutcome(exit_code, time.monotonic() - started, pid, timed_out=timed_out, launch_error=launch_error)
+
+
+def _system_exit_code(code: object, err: io.StringIO) -> int:
+    """What the interpreter makes of `raise SystemExit(code)`: None is 0, an int itself, anything else printed and 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
