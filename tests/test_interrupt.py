@@ -85,3 +85,103 @@ def test_a_stopped_run_is_reported_as_interrupted_and_its_step_killed(tmp_path, 
     while time.monotonic() < deadline and (alive(pids["agent"]) or alive(pids["child"])):
         time.sleep(0.05)
     assert not alive(pids["agent"]) and not alive(pids["child"]), "the interrupted step's process group outlived the harness"
+
+
+def processes_in_group(pgid: int) -> list[int]:
+    """Every running (not zombie) process of the group, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+# How the stop reaches `harness run -n 2`: Ctrl-C at a terminal signals the whole foreground process
+# group (the parent and every worker at once); a cancelled CI job or `kill` signals the parent alone.
+STOPS = {
+    "SIGTERM-to-parent": (signal.SIGTERM, False),
+    "SIGINT-to-group": (signal.SIGINT, True),
+    "SIGINT-to-parent": (signal.SIGINT, False),
+}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_stopped_parallel_run_stops_every_worker_in_order(tmp_path, stop):
+    """-n 2: two runs hang at once on two workers; the stop interrupts both, the runs not started are listed."""
+    sig, to_group = STOPS[stop]
+    names = ["a-done-before", "b-stopped-during", "c-stopped-during", "d-never-started", "e-never-started"]
+    for name in names:
+        more = "  - resume: {prompt: b, reply: B}\n" if "stopped" in name else ""
+        (tmp_path / f"{name}.yaml").write_text(SCENARIO.format(name=name, more=more))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", *(f"{name}.yaml" for name in names), "-n", "2",
+         "--target", str(AGENTS / "hang-on-resume.yaml"), "--report-dir", str(out), "--keep-workspace"],
+        cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_foreground, process_group=0,  # a group of its own, as a shell gives a foreground job
+    )
+    try:
+        # Run 1 ends at once; its worker takes run 3: then runs 2 and 3 hang on their resume, one per worker.
+        pids_files = [wait_for(f"harness-{name}*/home/pids.json", scratch) for name in names[1:3]]
+        workers = children_of(proc.pid)
+        time.sleep(0.2)
+        signalled = time.monotonic()
+        if to_group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+        stopped_in = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert "INTERRUPTED: 4 of 5 runs incomplete or not run" in stdout, stdout
+    # In order, not by the last resort: workers still running after the grace time (30 s) are killed.
+    assert stopped_in < 15, f"the harness took {stopped_in:.1f}s to stop"
+    assert "Traceback" not in stderr, stderr
+
+    document = json.loads((out / "results.json").read_text())
+    assert document["interrupted"] is True
+    runs = document["runs"]
+    assert [r["scenario"] for r in runs] == names  # the serial order, whatever order the workers ended in
+    a, b, c, d, e = runs
+    assert (a["status"], a["interrupted"]) == ("pass", False)
+    for stopped in (b, c):
+        assert (stopped["status"], stopped["interrupted"]) == ("error", True)
+        assert stopped["error"].startswith("interrupted during step 2 (resume): the run is incomplete; "
+                                           "the journal keeps the 1 request(s)"), stopped["error"]
+        assert {check["verdict"] for check in stopped["checks"]} == {"error"}
+        journal = [json.loads(line) for line in Path(stopped["journal"]).read_text().splitlines()]
+        assert [(entry["step"], entry["class"]) for entry in journal] == [(1, "main")]
+    for never in (d, e):
+        assert (never["status"], never["interrupted"], never["error"]) == (
+            "error", True, "not run: the harness was interrupted before this run")
+    assert (out / "summary.md").read_text().startswith("# harness: INTERRUPTED: 4 of 5 runs incomplete or not run")
+
+    assert len(workers) >= 2, f"expected the two workers among the harness's children, found {workers}"
+    agents = [pid for path in pids_files for pid in json.loads(path.read_text()).values()]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (any(map(alive, workers + agents)) or processes_in_group(proc.pid)):
+        time.sleep(0.05)
+    assert not [pid for pid in workers if alive(pid)], "a worker outlived the harness"
+    assert not [pid for pid in agents if alive(pid)], "an interrupted step's process group outlived the harness"
+    assert not processes_in_group(proc.pid), "something of the harness's process group is still running"

@@ -12,16 +12,25 @@ from harness.targets.base import Target
 
 
 class ConsoleProgress:
-    def __init__(self, stream: TextIO = sys.stderr):
-        self.stream = stream
+    """`concurrent`: runs overlap (`harness run -n N`), so every line starts with its run's `[n/total]` tag."""
 
-    def _say(self, text: str) -> None:
+    def __init__(self, stream: TextIO = sys.stderr, concurrent: bool = False):
+        self.stream = stream
+        self.concurrent = concurrent
+        self._tags: dict[tuple[str, str], str] = {}
+
+    def _say(self, text: str, run: tuple[str, str] | None = None) -> None:
+        if self.concurrent and run is not None:  # "      step …" -> "[ 3/40]   step …": whole lines, each tagged
+            tag = self._tags.get(run) or f"[{run[0]} · {run[1]}]"
+            text = "\n".join(f"{tag} {line.removeprefix('    ')}" for line in text.split("\n"))
         self.stream.write(text + "\n")
         self.stream.flush()
 
     def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None:
         width = len(str(total))
-        self._say(f"[{number:>{width}}/{total}] {scenario.name} · {target.name}  ({len(scenario.steps)} steps)")
+        tag = f"[{number:>{width}}/{total}]"
+        self._tags[(scenario.name, target.name)] = tag
+        self._say(f"{tag} {scenario.name} · {target.name}  ({len(scenario.steps)} steps)")
 
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
         line = "      " + step_line(step, len(scenario.steps))
@@ -29,13 +38,14 @@ class ConsoleProgress:
             line += f"\n      ✗ {step.error}"
         for note in step.notes:
             line += f"\n      · {note}"
-        self._say(line)
+        self._say(line, (scenario.name, target.name))
 
     def run_finished(self, result: RunResult) -> None:
+        run = (result.scenario, result.target)
         failing = [f"{c.check}={c.verdict}" for c in result.checks if c.verdict != "pass"]
-        self._say(f"      → {outcome(result)}" + (f"  ({', '.join(failing)})" if failing else ""))
+        self._say(f"      → {outcome(result)}" + (f"  ({', '.join(failing)})" if failing else ""), run)
         if result.workspace:
-            self._say(f"      workspace kept at {result.workspace}")
+            self._say(f"      workspace kept at {result.workspace}", run)
 
 
 def table(results: list[RunResult]) -> str:
