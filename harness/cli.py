@@ -1,4 +1,4 @@
-"""`harness run | diff | serve | targets | install`: the command line, and its exit codes.
+"""`harness run | diff | explore | serve | targets | install`: the command line, and its exit codes.
 
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
+    run.add_argument("-n", "--workers", type=_workers, default=1, metavar="N",
+                     help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
+                          "'auto': one per CPU (default: 1, one run after another)")
 
     diff = sub.add_parser("diff", help="run scenarios through a baseline and a candidate; fail on regressions")
     diff.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
@@ -50,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
 
+    from harness.explore.command import add_parser as add_explore_parser  # Hypothesis itself is imported only to explore
+
+    add_explore_parser(sub)
+
     serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
@@ -61,19 +68,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _workers(value: str) -> int:
+    """`-n N`: a whole number of at least 1, or 'auto' (one per CPU)."""
+    if value == "auto":
+        return os.cpu_count() or 1
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of worker processes, at least 1, or 'auto'; got {value!r}")
+    return int(value)
+
+
 def _stop_on_sigterm(signum, frame) -> None:
     raise KeyboardInterrupt  # a CI job cancelled: the same orderly stop as Ctrl-C
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("run", "diff"):
+    if args.command in ("run", "diff", "explore"):
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         if args.command == "run":
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "diff":
             return _diff(args, list(sys.argv if argv is None else ["harness", *argv]))
+        if args.command == "explore":
+            from harness.explore import command as explore
+
+            return explore.run(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "serve":
             return _serve(args)
         if args.command == "install":
@@ -97,8 +117,14 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     report_dir = _prepare_report_dir(args.report_dir)
     if not args.target:
         print("harness: no --target given: running the clean reference agent", file=sys.stderr)
-    progress = None if args.quiet else console.ConsoleProgress()
-    results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
+    progress = None if args.quiet else console.ConsoleProgress(concurrent=args.workers > 1)
+    if args.workers > 1:
+        from harness.parallel import run_matrix_parallel
+
+        results = run_matrix_parallel(scenarios, targets, specs, report_dir / "journal", progress, args.keep_workspace,
+                                      args.workers)
+    else:
+        results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     written = write_reports(results, report_dir, command)
     _print_outcome(console.table(results), console.failure_details(results), written, report_dir,
                    vantage.text_section(results))
@@ -245,6 +271,7 @@ def _targets() -> int:
     for name, text in DEFECT_DESCRIPTIONS.items():
         print(f"reference:{name:<34} {text}")
     print("reference:*               the clean agent plus one target per defect")
+    print("  +in-process                     after any reference spec: each step in the harness process through respx, not a subprocess")
     print(f"claude-code[@VERSION][+POLICY]  the real Claude Code CLI, installed on first use (pinned: {claude_code.PINNED_VERSION})")
     for policy, text in claude_code.POLICIES.items():
         default = " (default)" if policy == claude_code.DEFAULT_POLICY else ""

@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     explore.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
-def run(args: argparse.Namespace, command: list[str], out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up now: a captured or replaced stdout, not the one at import
     try:
         import hypothesis  # noqa: F401
     except ImportError:

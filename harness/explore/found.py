@@ -1,7 +1,7 @@
 """A finding written as a normal scenario file, then replayed by the ordinary runner to show it fails.
 
-The file is the exact steps and replies that ran, with a git working
-directory and the caller's text, the checks judged listed explicitly (so a
+The file is the exact steps and replies that ran, with the working
+directory they ran in and the caller's text, the checks judged listed explicitly (so a
 check added to the defaults later does not change what it tests), and no
 expectations: it must pass on a correct agent, so replaying it on the target
 it was found on fails, until the target is fixed. The name carries a digest
@@ -32,7 +32,7 @@ class Written:
 
 
 def write_finding(finding: Finding, target: Target, out_dir: Path, explored_with: str) -> Written:
-    steps_yaml = voc.scenario_text(SCRATCH_NAME, finding.steps)
+    steps_yaml = voc.scenario_text(SCRATCH_NAME, finding.steps, workdir=finding.workdir)
     digest = hashlib.sha256(f"{target.name}\n{finding.check}\n{steps_yaml}".encode()).hexdigest()[:8]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target.name).strip("._-")
     name = f"found-{slug}-{finding.check.replace('_', '-')}-{digest}"
@@ -43,7 +43,8 @@ def write_finding(finding: Finding, target: Target, out_dir: Path, explored_with
     comment = (f"Found by: {explored_with}\n"
                f"Replay:   harness run {path} --target '{target.name}'\n"
                "No expectations: a correct agent passes every check here. Move it into the library to keep it.")
-    text = voc.scenario_text(name, finding.steps, description=description, checks=checks, comment=comment)
+    text = voc.scenario_text(name, finding.steps, workdir=finding.workdir, description=description, checks=checks,
+                             comment=comment)
     scenario_from_text(text, path)  # what is written must read back: never leave a broken scenario behind
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

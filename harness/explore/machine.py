@@ -15,6 +15,7 @@ target with two defects yields two findings.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from harness.explore import vocabulary as voc
 from harness.live_run import LiveRun
 from harness.results import ERROR, FAIL
 from harness.runner import judge
+from harness.scenario import Scenario
 from harness.scenario_file import scenario_from_text
 from harness.targets.base import Target
 
@@ -39,8 +41,8 @@ class Finding(AssertionError):
 
     check: ClassVar[str] = RUN_ERROR
 
-    def __init__(self, steps: list[voc.StepDoc], step: int, message: str):
-        self.steps, self.step, self.message = [dict(s) for s in steps], step, message
+    def __init__(self, steps: list[voc.StepDoc], step: int, message: str, workdir: str):
+        self.steps, self.step, self.message, self.workdir = [dict(s) for s in steps], step, message, workdir
         super().__init__(f"{self.what} at step {step} of {len(steps)}: {message}")
 
     @property
@@ -75,6 +77,10 @@ class Exploration:
     rules: Counter = field(default_factory=Counter)  # steps run per rule: what the search actually covered
     started: float = field(default_factory=time.monotonic)
 
+    @property
+    def workdir(self) -> str:
+        return voc.workdir_kind(self.target.in_process is not None)
+
     def can_compact(self) -> bool:
         return self.target.command_for("compact") is not None
 
@@ -106,6 +112,7 @@ class StepSequence(RuleBasedStateMachine):
         self.last_answered = False  # the last step ended with a reply (a retry may call it wrong)
         self.last_failed = False  # the last step's turn was failed by the model API
         self.edits = 0
+        self.scenario: Scenario | None = None  # the sequence so far, as the scenario reader reads it
         self.finding: Finding | None = None
 
     @property
@@ -155,6 +162,7 @@ class StepSequence(RuleBasedStateMachine):
     @rule(commit=st.booleans())
     def workdir_change_turn(self, commit: bool) -> None:
         self.edits += 1
+        commit = commit and self.exploration.workdir == "git"
         self._take("workdir_change_turn", voc.workdir_change_turn(self.q, self.edits, commit), answered=True)
 
     @precondition(lambda self: self._room() and self.exploration.passes_temporary_text())
@@ -167,24 +175,31 @@ class StepSequence(RuleBasedStateMachine):
         exploration = self.exploration
         done = len(self.docs)
         self.docs.extend(docs)
-        scenario = scenario_from_text(voc.scenario_text(SCRATCH_NAME, self.docs))
+        # Only the launch and the new steps are read, then renumbered: reading the whole sequence again
+        # at every step would cost more than running it in-process.
+        head = self.docs[:1] if done else []
+        new = scenario_from_text(voc.scenario_text(SCRATCH_NAME, head + docs, workdir=exploration.workdir))
+        steps = [dataclasses.replace(step, index=done + step.index - len(head), line=None)
+                 for step in new.steps[len(head):]]
+        self.scenario = scenario = dataclasses.replace(new, steps=(*self.scenario.steps, *steps) if self.scenario else tuple(steps))
         if self.run is None:
             self.run = LiveRun(scenario, exploration.target).__enter__()
             problem = self.run.prepare()
             if problem:
                 raise ExplorationError(problem)
-        for step in scenario.steps[done:]:
+        for step in steps:
             result = self.run.run_step(step)
             exploration.steps += 1
             exploration.rules[rule] += 1
             if result.error:
-                self._found(finding_type(RUN_ERROR)(self.docs[:step.index], step.index, result.error))
+                self._found(finding_type(RUN_ERROR)(self.docs[:step.index], step.index, result.error, exploration.workdir))
             for verdict in judge(scenario, exploration.target, self.run.exchanges(), None, self.run.recorded_launches()):
                 if verdict.verdict == ERROR:  # the check could not judge: the harness's problem, not the target's
                     raise ExplorationError(f"{verdict.check} could not judge step {step.index} of "
                                            f"{voc.step_kinds(self.docs)}: {verdict.message}")
                 if verdict.verdict == FAIL:
-                    self._found(finding_type(verdict.check)(self.docs[:step.index], step.index, verdict.message))
+                    self._found(finding_type(verdict.check)(self.docs[:step.index], step.index, verdict.message,
+                                                            exploration.workdir))
         self.answered_turns += 1 if answered else 0
         self.last_answered, self.last_failed = answered, failed
 

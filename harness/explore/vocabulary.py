@@ -102,14 +102,21 @@ def first_line(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def scenario_text(name: str, steps: list[StepDoc], *, description: str = "", checks: tuple[str, ...] | None = None,
-                  comment: str = "") -> str:
-    """The scenario file for these steps: a git working directory, the caller's text, the steps in flow style."""
+def workdir_kind(in_process: bool) -> str:
+    """A git repository for agents run as processes; a plain folder in-process, where git's own processes
+    would be the only subprocesses (a working-directory change is then an edit, never a commit)."""
+    return "plain" if in_process else "git"
+
+
+def scenario_text(name: str, steps: list[StepDoc], *, workdir: str = "git", description: str = "",
+                  checks: tuple[str, ...] | None = None, comment: str = "") -> str:
+    """The scenario file for these steps: the working directory, the caller's text, the steps in flow style."""
     head = {"name": name}
     if description:
         head["description"] = description
     head["append"] = APPEND
-    head["workdir"] = "git"
+    if workdir != "plain":
+        head["workdir"] = workdir
     lines = [f"# {line}".rstrip() for line in comment.splitlines()]
     lines.append(_dump(head).rstrip("\n"))
     lines.append("steps:")
