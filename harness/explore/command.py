@@ -86,7 +86,8 @@ def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None)
 
 def _budget_line(outcome: "Outcome") -> str:
     seed = "derandomized (ci profile)" if outcome.seed is None else f"seed {outcome.seed}"
-    return f"budget: up to {outcome.max_examples} sequences of up to {outcome.max_steps} steps, {seed}"
+    return (f"budget: {outcome.max_examples} examples (Hypothesis' max_examples; shrinking a failure tries more), "
+            f"up to {outcome.max_steps} steps each, {seed}")
 
 
 def _repeatable(command: list[str], target, outcome: "Outcome") -> list[str]:

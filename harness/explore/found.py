@@ -32,18 +32,18 @@ class Written:
 
 
 def write_finding(finding: Finding, target: Target, out_dir: Path, explored_with: str) -> Written:
-    steps_yaml = voc.scenario_text(SCRATCH_NAME, finding.steps, workdir=finding.workdir)
+    workdir, checks = finding.setting.workdir, finding.setting.checks
+    steps_yaml = voc.scenario_text(SCRATCH_NAME, finding.steps, workdir=workdir, checks=checks)
     digest = hashlib.sha256(f"{target.name}\n{finding.check}\n{steps_yaml}".encode()).hexdigest()[:8]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target.name).strip("._-")
     name = f"found-{slug}-{finding.check.replace('_', '-')}-{digest}"
     description = (f"Found by harness explore on {target.name}: {finding.what} at step {finding.step} of "
                    f"{len(finding.steps)} ({voc.step_kinds(finding.steps)}). {voc.first_line(finding.message)}")
-    checks = scenario_from_text(steps_yaml).checks
     path = out_dir / f"{name}.yaml"
     comment = (f"Found by: {explored_with}\n"
                f"Replay:   harness run {path} --target '{target.name}'\n"
                "No expectations: a correct agent passes every check here. Move it into the library to keep it.")
-    text = voc.scenario_text(name, finding.steps, workdir=finding.workdir, description=description, checks=checks,
+    text = voc.scenario_text(name, finding.steps, workdir=workdir, description=description, checks=checks,
                              comment=comment)
     scenario_from_text(text, path)  # what is written must read back: never leave a broken scenario behind
     try:

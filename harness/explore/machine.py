@@ -36,13 +36,21 @@ SCRATCH_NAME = "explored-sequence"  # the name of a sequence while it runs; a fi
 RUN_ERROR = "run_error"  # a finding's check when a step did not complete
 
 
+@dataclass(frozen=True)
+class Setting:
+    """What a sequence ran in besides its steps: the working directory kind and the checks judged."""
+
+    workdir: str
+    checks: tuple[str, ...]
+
+
 class Finding(AssertionError):
     """A step sequence the target fails, with the exact step documents that ran."""
 
     check: ClassVar[str] = RUN_ERROR
 
-    def __init__(self, steps: list[voc.StepDoc], step: int, message: str, workdir: str):
-        self.steps, self.step, self.message, self.workdir = [dict(s) for s in steps], step, message, workdir
+    def __init__(self, steps: list[voc.StepDoc], step: int, message: str, setting: "Setting"):
+        self.steps, self.step, self.message, self.setting = [dict(s) for s in steps], step, message, setting
         super().__init__(f"{self.what} at step {step} of {len(steps)}: {message}")
 
     @property
@@ -84,6 +92,11 @@ class Exploration:
     def can_compact(self) -> bool:
         return self.target.command_for("compact") is not None
 
+    def passes(self, placeholder: str, kind: str) -> bool:
+        """Whether the target's command for this step kind (or its environment) hands the agent {placeholder}."""
+        templates = [*(self.target.command_for(kind) or ()), *self.target.env.values()]
+        return any("{" + placeholder + "}" in template for template in templates)
+
     def unavailable(self) -> dict[str, str]:
         """Rules this target cannot take, and why (the rest of the vocabulary is still searched)."""
         why = {}
@@ -97,8 +110,7 @@ class Exploration:
 
     def passes_temporary_text(self) -> bool:
         """Whether a resume hands the agent a step's temporary text at all (else there is nothing to judge)."""
-        templates = [*(self.target.command_for("resume") or ()), *self.target.env.values()]
-        return any("{temporary}" in template for template in templates)
+        return self.passes("temporary", "resume")
 
 
 class StepSequence(RuleBasedStateMachine):
@@ -113,6 +125,7 @@ class StepSequence(RuleBasedStateMachine):
         self.last_failed = False  # the last step's turn was failed by the model API
         self.edits = 0
         self.scenario: Scenario | None = None  # the sequence so far, as the scenario reader reads it
+        self.checks: tuple[str, ...] = ()  # what the sequence so far is judged by
         self.finding: Finding | None = None
 
     @property
@@ -181,7 +194,9 @@ class StepSequence(RuleBasedStateMachine):
         new = scenario_from_text(voc.scenario_text(SCRATCH_NAME, head + docs, workdir=exploration.workdir))
         steps = [dataclasses.replace(step, index=done + step.index - len(head), line=None)
                  for step in new.steps[len(head):]]
-        self.scenario = scenario = dataclasses.replace(new, steps=(*self.scenario.steps, *steps) if self.scenario else tuple(steps))
+        self.checks = voc.checks_for(self.docs, exploration.passes("append", "launch"))
+        earlier = self.scenario.steps if self.scenario else ()
+        self.scenario = scenario = dataclasses.replace(new, steps=(*earlier, *steps), checks=self.checks)
         if self.run is None:
             self.run = LiveRun(scenario, exploration.target).__enter__()
             problem = self.run.prepare()
@@ -192,16 +207,19 @@ class StepSequence(RuleBasedStateMachine):
             exploration.steps += 1
             exploration.rules[rule] += 1
             if result.error:
-                self._found(finding_type(RUN_ERROR)(self.docs[:step.index], step.index, result.error, exploration.workdir))
+                self._found(finding_type(RUN_ERROR)(self.docs[:step.index], step.index, result.error, self._where()))
             for verdict in judge(scenario, exploration.target, self.run.exchanges(), None, self.run.recorded_launches()):
                 if verdict.verdict == ERROR:  # the check could not judge: the harness's problem, not the target's
                     raise ExplorationError(f"{verdict.check} could not judge step {step.index} of "
                                            f"{voc.step_kinds(self.docs)}: {verdict.message}")
                 if verdict.verdict == FAIL:
                     self._found(finding_type(verdict.check)(self.docs[:step.index], step.index, verdict.message,
-                                                            exploration.workdir))
+                                                            self._where()))
         self.answered_turns += 1 if answered else 0
         self.last_answered, self.last_failed = answered, failed
+
+    def _where(self) -> "Setting":
+        return Setting(self.exploration.workdir, self.checks)
 
     def _found(self, finding: Finding) -> None:
         self.finding = finding

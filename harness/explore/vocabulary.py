@@ -92,6 +92,23 @@ def turn_with_temporary_text(q: Question) -> list[StepDoc]:
     return [{"resume": {"prompt": q.prompt, "temporary": STEP_TEMPORARY, "reply": q.answer}}]
 
 
+def checks_for(steps: list[StepDoc], takes_append: bool) -> tuple[str, ...]:
+    """The checks a sequence is judged by: every default check it gives something to judge.
+
+    `appended_exactly_once` only where the target is handed the caller's text ({append}; code-puppy and
+    pydantic-ai agents have no flag for it), `temporary_text_transient` once a step has temporary text.
+    """
+    from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
+    from harness.scenario_checks import APPEND_CHECK, CACHE_CHECK, TEMPORARY_CHECK
+
+    skipped = {*OPT_IN_CHECKS, CACHE_CHECK}
+    if not takes_append:
+        skipped.add(APPEND_CHECK)
+    if not any("temporary" in body for step in steps for body in step.values()):
+        skipped.add(TEMPORARY_CHECK)
+    return tuple(name for name in CHECK_NAMES if name not in skipped)
+
+
 def step_kinds(steps: list[StepDoc]) -> str:
     """`launch → resume → compact`: a sequence at a glance."""
     return " → ".join(next(iter(step)) for step in steps)
