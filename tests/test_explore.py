@@ -7,8 +7,12 @@ fake API; the findings are replayed through the ordinary runner.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -241,3 +245,35 @@ def test_a_written_finding_reads_back_and_names_itself(tmp_path):
     assert text.startswith("# Found by: harness explore --seed 5\n# Replay:   harness run ")
     assert load_scenario(first.path).name == first.name == first.path.stem
     assert "identity_stable fails at step 2 of 2 (launch → resume)" in load_scenario(first.path).description
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_exploration_exits_130_writes_nothing_and_leaves_no_process(stop, tmp_path):
+    out = tmp_path / "found"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "explore", "--target", "reference", "--seed", "1",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    lines = []
+    for line in proc.stdout:  # wait until steps are running: a progress line names the steps so far
+        lines.append(line)
+        if "steps," in line:
+            break
+    children = _descendants(proc.pid)
+    proc.send_signal(stop)
+    rest, _ = proc.communicate(timeout=60)
+    text = "".join(lines) + rest
+    assert proc.returncode == 130, text
+    assert "interrupted after" in text and "nothing was written" in text and "Traceback" not in text
+    assert not out.exists()
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []
+
+
+def _descendants(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+            found.append(int(child))
+            frontier.append(int(child))
+    return found
