@@ -181,9 +181,11 @@ def test_explore_as_fresh_processes_finds_the_same_shortest_sequence(tmp_path):
     (["--examples", "0"], "--examples must be at least 1"),
     (["--seed", "-1"], "--seed must be a non-negative integer"),
     (["--target", "reference:no-such-defect"], "unknown reference defect"),
+    (["--out", "/proc/found"], "cannot write findings there:"),
 ])
 def test_bad_input_is_a_usage_error_naming_what(argv, message, capsys, tmp_path):
-    base = ["explore", "--out", str(tmp_path)] + ([] if "--target" in argv else ["--target", "reference+in-process"])
+    base = ["explore"] + ([] if "--out" in argv else ["--out", str(tmp_path)])
+    base += [] if "--target" in argv else ["--target", "reference+in-process"]
     assert cli.main(base + argv) == cli.EXIT_INPUT
     assert message in capsys.readouterr().err
 

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None)
 
     budget = Budget(args.profile, args.examples, args.max_steps, args.seed)
     budget.validate()
+    _check_writable(args.out)
     targets = resolve_targets(args.target)
     found = errors = 0
     for target in targets:
@@ -84,6 +85,21 @@ def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None)
     return 1 if found or errors else 0
 
 
+def _check_writable(out_dir: Path) -> None:
+    """Before any search: a finding that cannot be written would be a search wasted."""
+    import tempfile
+
+    existing = next((p for p in (out_dir, *out_dir.absolute().parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise InputError(f"cannot write findings there: {existing} is not a folder", out_dir)
+    try:
+        with tempfile.TemporaryFile(dir=existing):  # a real write: permissions alone do not say (root, /proc)
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write findings there: creating a file in {existing} failed: {exc.strerror or exc}",
+                         out_dir) from None
+
+
 def _budget_line(outcome: "Outcome") -> str:
     seed = "derandomized (ci profile)" if outcome.seed is None else f"seed {outcome.seed}"
     return (f"budget: {outcome.max_examples} examples (Hypothesis' max_examples; shrinking a failure tries more), "
@@ -114,6 +130,9 @@ def _report(finding: "Finding", outcome: "Outcome", out: TextIO, explored_with: 
 
     target = outcome.target
     print(f"  ✗ {finding.what} at step {finding.step} of {len(finding.steps)}: {step_kinds(finding.steps)}", file=out)
+    if outcome.flaky:
+        print("      flaky: Hypothesis saw this sequence pass on one of its replays; the replay below says how it went",
+              file=out)
     print(f"      {first_line(finding.message)}", file=out)
     written = write_finding(finding, target, out_dir, explored_with)
     print(f"      written: {written.path}", file=out, flush=True)
