@@ -9,8 +9,11 @@ every step the run so far is judged by the scenario's checks, exactly as
 complete ends the sequence as a finding.
 
 Each check that fails raises its own exception type, so Hypothesis shrinks
-each kind of failure on its own instead of sliding from one to another, and a
-target with two defects yields two findings.
+each kind of failure on its own instead of sliding from one to another: two
+checks that fail in different sequences are two findings. Where one step fails
+several checks, the first in the scenario's order is the one raised, so a
+defect that always shows later than another (after a compaction, say) hides
+behind it until the other is fixed.
 """
 
 from __future__ import annotations
