@@ -24,7 +24,7 @@ from harness.explore.found import replay, write_finding
 from harness.explore.machine import RUN_ERROR
 from harness.explore.search import Budget, explore_target
 from harness.reference_agent.defects import KNOWN_DEFECTS
-from harness.results import FAIL, PASS
+from harness.results import PASS
 from harness.runner import run_scenario
 from harness.scenario_file import find_scenario_files, load_scenario, load_scenarios, scenario_from_text
 from harness.targets import resolve_target

@@ -78,7 +78,7 @@ def _require_in_process_support(spec: str) -> None:
         import harness.reference_agent.httpx_connection  # noqa: F401
     except ImportError as exc:
         raise InputError(f"target {spec!r}: the in-process mode needs httpx and respx, not importable here ({exc}); "
-                         "install them with pip install 'harness[test]'") from None
+                         "install them with pip install 'harness[explore]'") from None
 
 
 def build(defects: list[str], in_process: bool = False) -> Target:
