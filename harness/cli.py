@@ -1,4 +1,4 @@
-"""`harness run | diff | explore | serve | targets | install`: the command line, and its exit codes.
+"""`harness run | diff | explore | minimize | serve | targets | install`: the command line, and its exit codes.
 
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_explore_parser(sub)
 
+    minimize = sub.add_parser("minimize", help="shrink a failing scenario to the fewest steps and shortest replies that still fail the same check")
+    minimize.add_argument("scenario", type=Path, metavar="SCENARIO", help="the scenario file; the result is written beside it as NAME.min.yaml")
+    minimize.add_argument("--target", "-t", required=True, metavar="T", help="the target it fails on (one)")
+    minimize.add_argument("--check", metavar="C", help="the check that must keep failing (default: the first that fails)")
+    minimize.add_argument("--quiet", "-q", action="store_true", help="no line per candidate run")
+
     serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
@@ -83,7 +89,7 @@ def _stop_on_sigterm(signum, frame) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("run", "diff", "explore"):
+    if args.command in ("run", "diff", "explore", "minimize"):
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         if args.command == "run":
@@ -94,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harness.explore import command as explore
 
             return explore.run(args, list(sys.argv if argv is None else ["harness", *argv]))
+        if args.command == "minimize":
+            return _minimize(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "install":
@@ -214,6 +222,24 @@ def _prepare_report_dir(given: Path | None, prefix: str = "run") -> Path:
         except OSError:
             pass  # a convenience link; the report itself is written regardless
     return report_dir
+
+
+def _minimize(args: argparse.Namespace) -> int:
+    from harness.minimize import minimize
+
+    target = _one_target(args.target, "--target")
+    report = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    try:
+        done = minimize(args.scenario, target, args.check, report)
+    except KeyboardInterrupt:
+        print("harness minimize: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"{done.check} still fails on {target.name} with {done.steps_after} of {done.steps_before} steps "
+          f"({done.runs} runs of the target)")
+    for change in done.changes:
+        print(f"  {change}")
+    print(f"written: {done.path}")
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import yaml
+from harness.scenario_writer import render
 
 # What the caller appends on every launch: the text the checks follow through each step.
 APPEND = "Rules: answer with one number; report every command you run."
@@ -128,25 +128,13 @@ def workdir_kind(in_process: bool) -> str:
 def scenario_text(name: str, steps: list[StepDoc], *, workdir: str = "git", description: str = "",
                   checks: tuple[str, ...] | None = None, comment: str = "") -> str:
     """The scenario file for these steps: the working directory, the caller's text, the steps in flow style."""
-    head = {"name": name}
+    doc: dict[str, Any] = {"name": name}
     if description:
-        head["description"] = description
-    head["append"] = APPEND
+        doc["description"] = description
+    doc["append"] = APPEND
     if workdir != "plain":
-        head["workdir"] = workdir
-    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
-    lines.append(_dump(head).rstrip("\n"))
-    lines.append("steps:")
-    for step in steps:
-        lines.append("  - " + _dump(step, flow=True).strip())
+        doc["workdir"] = workdir
+    doc["steps"] = steps
     if checks is not None:
-        lines.append("checks: " + _dump(list(checks), flow=True).strip())
-    return "\n".join(lines) + "\n"
-
-
-def _dump(value: Any, flow: bool = False) -> str:
-    if flow:
-        kind, body = next(iter(value.items())) if isinstance(value, dict) else (None, value)
-        text = yaml.safe_dump(body, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10_000)
-        return f"{kind}: {text.strip()}" if kind is not None else text
-    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False, allow_unicode=True, width=100)
+        doc["checks"] = list(checks)
+    return render(doc, comment)
