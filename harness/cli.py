@@ -65,7 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
-    serve.add_argument("--journal", type=Path, help="append every request to this JSONL file")
+    record = serve.add_mutually_exclusive_group()
+    record.add_argument("--journal", type=Path, help="append every request to this JSONL file")
+    record.add_argument("--record", type=Path, metavar="DIR",
+                        help="record an incident by hand: every request to DIR/journal.jsonl, and DIR/session.json "
+                             "(base URL, times, request count)")
 
     sub.add_parser("targets", help="list the built-in targets, launch policies and the reference agent's defects")
 
@@ -247,15 +251,19 @@ def _serve(args: argparse.Namespace) -> int:
     from harness.fakeapi.journal import Journal
     from harness.fakeapi.server import FakeAPIServer
 
-    journal = Journal(args.journal, on_append=_echo)
+    journal_path = _record_journal(args.record) if args.record else args.journal
+    journal = Journal(journal_path, on_append=_echo)
     try:
         server = FakeAPIServer(FakeModelAPI(journal), port=args.port)
     except OSError as exc:
         raise InputError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    started = datetime.datetime.now(datetime.timezone.utc)
+    if args.record:
+        _write_session(args.record, server.base_url, started, None, 0)
     print(f"fake model API listening on {server.base_url}", file=sys.stderr)
     print(f"  export ANTHROPIC_BASE_URL={server.base_url}", file=sys.stderr)
-    if args.journal:
-        print(f"  journal: {args.journal}", file=sys.stderr)
+    if journal_path:
+        print(f"  journal: {journal_path}", file=sys.stderr)
     print("  every request gets a default reply; Ctrl-C stops", file=sys.stderr)
     try:
         server.serve_forever()
@@ -263,7 +271,32 @@ def _serve(args: argparse.Namespace) -> int:
         pass
     finally:
         journal.close()
+        if args.record:
+            _write_session(args.record, server.base_url, started, datetime.datetime.now(datetime.timezone.utc),
+                           len(journal.exchanges()))
+            print(f"recorded {len(journal.exchanges())} request(s) in {args.record}/", file=sys.stderr)
     return EXIT_OK
+
+
+def _record_journal(folder: Path) -> Path:
+    """A fresh recording folder: an earlier recording is never appended to or overwritten."""
+    journal = folder / "journal.jsonl"
+    if journal.exists():
+        raise InputError("already holds a recording (journal.jsonl); record into a new folder", folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        journal.touch()
+    except OSError as exc:
+        raise InputError(f"cannot record there: {exc.strerror or exc}", folder) from None
+    return journal
+
+
+def _write_session(folder: Path, base_url: str, started, ended, requests: int) -> None:
+    """What a recording was, beside its journal: where the agent was pointed, when, and how much it sent."""
+    session = {"base_url": base_url, "started": started.isoformat(timespec="seconds"),
+               "ended": ended.isoformat(timespec="seconds") if ended else None, "requests": requests,
+               "journal": "journal.jsonl"}
+    (folder / "session.json").write_text(json.dumps(session, indent=2) + "\n", encoding="utf-8")
 
 
 def _echo(exchange) -> None:

@@ -162,3 +162,30 @@ def test_serve_on_a_busy_port_exits_2(tmp_path):
         proc = harness("serve", "--port", str(port), cwd=tmp_path, timeout=20)
     assert proc.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+
+
+def test_serve_records_an_incident_into_a_fresh_folder(tmp_path):
+    folder = tmp_path / "incident"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--record", str(folder)],
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=as_foreground)
+    try:
+        base_url = proc.stderr.readline().split()[-1]
+        assert json.loads((folder / "session.json").read_text())["base_url"] == base_url  # written at start
+        client = anthropic.Anthropic(base_url=base_url, api_key="sk-test-not-real")
+        for text in ("first", "second"):
+            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": text}])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=10)[1]
+    assert proc.returncode == 0, rest
+    assert f"recorded 2 request(s) in {folder}/" in rest
+    records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    assert [json.loads(r["body"])["messages"][0]["content"] for r in records] == ["first", "second"]
+    session = json.loads((folder / "session.json").read_text())
+    assert session["requests"] == 2 and session["ended"] and session["journal"] == "journal.jsonl"
+    assert "sk-test-not-real" not in (folder / "journal.jsonl").read_text()
+
+    again = harness("serve", "--record", str(folder), cwd=tmp_path, timeout=20)
+    assert again.returncode == 2 and "already holds a recording" in again.stderr
+    both = harness("serve", "--record", str(folder), "--journal", str(tmp_path / "j.jsonl"), cwd=tmp_path, timeout=20)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
