@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_interrupt import descendants_of
 
 from harness import cli
 from harness.errors import InputError
@@ -260,7 +261,7 @@ def test_a_stopped_exploration_exits_130_writes_nothing_and_leaves_no_process(st
         lines.append(line)
         if "steps," in line:
             break
-    children = _descendants(proc.pid)
+    children = descendants_of(proc.pid)
     proc.send_signal(stop)
     rest, _ = proc.communicate(timeout=60)
     text = "".join(lines) + rest
@@ -269,13 +270,3 @@ def test_a_stopped_exploration_exits_130_writes_nothing_and_leaves_no_process(st
     assert not out.exists()
     time.sleep(0.5)
     assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []
-
-
-def _descendants(pid: int) -> list[int]:
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
-            found.append(int(child))
-            frontier.append(int(child))
-    return found

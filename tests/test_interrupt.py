@@ -87,28 +87,33 @@ def test_a_stopped_run_is_reported_as_interrupted_and_its_step_killed(tmp_path, 
     assert not alive(pids["agent"]) and not alive(pids["child"]), "the interrupted step's process group outlived the harness"
 
 
-def processes_in_group(pgid: int) -> list[int]:
-    """Every running (not zombie) process of the group, from /proc."""
+def _running() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every running (not zombie) process, from /proc."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(stat.parent.name))
+        if fields[0] != "Z":
+            found.append((int(stat.parent.name), int(fields[1]), int(fields[2])))
     return found
 
 
+def processes_in_group(pgid: int) -> list[int]:
+    return [pid for pid, _, group in _running() if group == pgid]
+
+
 def children_of(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
+    return [child for child, parent, _ in _running() if parent == pid]
+
+
+def descendants_of(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        for child in children_of(frontier.pop()):
+            found.append(child)
+            frontier.append(child)
     return found
 
 
