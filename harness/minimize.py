@@ -53,8 +53,7 @@ class _Trial:
         self._seen: dict[str, bool] = {}
 
     def text(self, steps: list[StepDoc]) -> str:
-        doc = {key: (steps if key == "steps" else value) for key, value in self.doc.items() if key != "expect"}
-        return render(doc)
+        return render({key: (steps if key == "steps" else value) for key, value in self.doc.items()})
 
     def fails(self, steps: list[StepDoc]) -> bool:
         text = self.text(steps)
@@ -76,7 +75,8 @@ class _Trial:
 def minimize(path: Path, target: Target, check: str | None = None,
              report: Callable[[str], None] = lambda line: None) -> Minimized:
     scenario = load_scenario(path)  # refuses a broken file before anything runs
-    doc = to_plain(load_located_file(path))
+    # Without its expectations: candidates and the result are judged as scenarios a correct agent passes.
+    doc = {key: value for key, value in to_plain(load_located_file(path)).items() if key != "expect"}
     original = run_scenario(scenario, target)
     if original.error:
         raise InputError(f"the scenario does not complete on {target.name} ({original.error}); "
@@ -102,7 +102,6 @@ def minimize(path: Path, target: Target, check: str | None = None,
     minimized["description"] = (f"Minimized by harness minimize from {path.name} on {target.name}: {check} still "
                                 f"fails with {len(steps)} of {len(doc['steps'])} steps. " + str(doc.get("description", ""))).strip()
     minimized["steps"] = steps
-    minimized.pop("expect", None)
     comment = (f"Minimized from: {path}\nReplay:         harness run {out} --target '{target.name}'\n"
                "No expectations: a correct agent passes every check here.")
     text = render({key: minimized[key] for key in _ordered(minimized)}, comment)

@@ -29,6 +29,8 @@ steps:
   - compact: {summary: "Colours were listed."}
   - resume:  {prompt: "Which is a mix of red and blue?", reply: "Purple."}
   - resume:  {prompt: "And of yellow and blue?", reply: "Green."}
+expect:
+  reference:append-lost-after-compaction: {appended_exactly_once: fail, prefix_stable: fail}
 """
 
 
