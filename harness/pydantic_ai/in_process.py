@@ -26,19 +26,16 @@ What this mode cannot guarantee, unlike a fresh process per step:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
-import os
 import time
-import traceback
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
 from harness.process import ProcessOutcome
 from harness.pydantic_ai import driver
-from harness.pydantic_ai.loading import LoadError, sandboxed
+from harness.in_process_step import CapturedStep
+from harness.pydantic_ai.loading import LoadError
 
 ARGV0 = "in-process:harness.pydantic_ai.driver"  # first argv item of an in-process step, shown in reports
 
@@ -53,34 +50,24 @@ def run_in_process(
     api: FakeModelAPI,
 ) -> ProcessOutcome:
     """One step, as run_process would run it, minus the process."""
-    started = time.monotonic()
-    api.set_step_pid(os.getpid())
-    out, err = io.StringIO(), io.StringIO()
-    exit_code: int | None = 0
-    launch_error: str | None = None
-    timed_out = False
+    step = CapturedStep(api, stdout_path, stderr_path)
     try:
         args = driver.parser().parse_args(list(argv[1:]))
     except SystemExit as exc:  # argparse already wrote why
-        return ProcessOutcome(int(exc.code or 2), time.monotonic() - started, os.getpid(),
+        return ProcessOutcome(int(exc.code or 2), time.monotonic() - step.started, step.pid,
                               launch_error=f"bad in-process driver arguments: {list(argv[1:])!r}")
-    with sandboxed(env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with step.running(env, cwd):
         try:
             summary = asyncio.run(_bounded(args, api, timeout_s))
             print(json.dumps(summary, ensure_ascii=False))
         except _Expired:
-            exit_code, timed_out = None, True
-            launch_error = f"timed out after {timeout_s:g}s; the in-process run was cancelled"
-            print(f"in-process step cancelled after {timeout_s:g}s", file=err)
+            step.expired(timeout_s)
         except (driver.StepError, LoadError) as exc:
-            exit_code = 2
-            print(f"pydantic-ai driver: {exc}", file=err)
+            step.exit_code = 2
+            print(f"pydantic-ai driver: {exc}", file=step.err)
         except Exception:
-            exit_code = 1
-            traceback.print_exc(file=err)
-    stdout_path.write_text(out.getvalue(), encoding="utf-8")
-    stderr_path.write_text(err.getvalue(), encoding="utf-8")
-    return ProcessOutcome(exit_code, time.monotonic() - started, os.getpid(), timed_out=timed_out, launch_error=launch_error)
+            step.crashed()
+    return step.outcome()
 
 
 class _Expired(Exception):

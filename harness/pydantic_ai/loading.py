@@ -9,7 +9,6 @@ the module-level state earlier steps left, as a long-lived host process would.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -17,7 +16,8 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable
+
 
 COMPACT_HOOK = "compact"  # module-level `compact(agent, messages) -> messages`, sync or async
 
@@ -93,22 +93,3 @@ def build_agent(factory: Callable[[], Any], where: str) -> Any:
 def compact_hook(module_obj: Any) -> Callable[..., Any] | None:
     hook = getattr(module_obj, COMPACT_HOOK, None)
     return hook if callable(hook) else None
-
-
-@contextlib.contextmanager
-def sandboxed(env: Mapping[str, str], cwd: Path) -> Iterator[None]:
-    """This process's environment and working directory as a step's, restored afterwards.
-
-    Process-global: only one sandboxed call may run at a time in a process (the
-    runner runs steps one after another; pytest-xdist workers are processes).
-    """
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    try:
-        yield
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)

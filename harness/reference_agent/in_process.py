@@ -34,18 +34,14 @@ What this mode cannot do as a process would:
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import time
-import traceback
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
 from harness.live_run import IN_PROCESS_BASE_URL
+from harness.in_process_step import CapturedStep
 from harness.process import ProcessOutcome
-from harness.pydantic_ai.loading import sandboxed
 
 ARGV0 = "in-process:harness.reference_agent"  # first argv item of an in-process step, shown in reports
 BASE_URL = IN_PROCESS_BASE_URL  # where in-process steps send requests: only the respx router answers
@@ -77,37 +73,25 @@ def run_in_process(
     from harness.reference_agent import cli
     from harness.reference_agent.httpx_connection import HttpxConnection
 
-    started = time.monotonic()
-    pid = os.getpid()
-    api.set_step_pid(pid)
+    step = CapturedStep(api, stdout_path, stderr_path)
     if not argv or argv[0] != ARGV0:
-        return ProcessOutcome(None, 0.0, pid, launch_error=f"not an in-process reference-agent command: {list(argv)!r}")
+        return ProcessOutcome(None, 0.0, step.pid, launch_error=f"not an in-process reference-agent command: {list(argv)!r}")
     step_env = step_environment(env)
-    out, err = io.StringIO(), io.StringIO()
-    exit_code: int | None = 0
-    timed_out = False
-    launch_error: str | None = None
-    transport = SyncRespxTransport(make_router(api, BASE_URL), deadline=started + timeout_s)
-    with httpx.Client(transport=transport, trust_env=False) as http, sandboxed(step_env, cwd), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    transport = SyncRespxTransport(make_router(api, BASE_URL), deadline=step.started + timeout_s)
+    with httpx.Client(transport=transport, trust_env=False) as http, step.running(step_env, cwd):
 
         def connect(scheme: str, host: str, port: int | None, timeout: float) -> HttpxConnection:
             return HttpxConnection(http, scheme, host, port, timeout)
 
         try:
-            exit_code = cli.main(list(argv[1:]), step_env, connect=connect)
+            step.exit_code = cli.main(list(argv[1:]), step_env, connect=connect)
         except SystemExit as exc:  # argparse, or the agent itself
-            exit_code = _system_exit_code(exc.code, err)
+            step.exit_code = _system_exit_code(exc.code, step.err)
         except StepExpired:
-            exit_code, timed_out = None, True
-            launch_error = f"timed out after {timeout_s:g}s; the in-process run was cancelled"
-            print(f"in-process step cancelled after {timeout_s:g}s", file=err)
+            step.expired(timeout_s)
         except Exception:  # the interpreter's behaviour for an uncaught exception
-            exit_code = 1
-            traceback.print_exc(file=err)
-    stdout_path.write_text(out.getvalue(), encoding="utf-8")
-    stderr_path.write_text(err.getvalue(), encoding="utf-8")
-    return ProcessOutcome(exit_code, time.monotonic() - started, pid, timed_out=timed_out, launch_error=launch_error)
+            step.crashed()
+    return step.outcome()
 
 
 def _system_exit_code(code: object, err: io.StringIO) -> int:

@@ -116,6 +116,7 @@ def _validate(spec_text: str, module_arg: str, function: str, search_path: str) 
     """Import the module and call the factory once, in a throwaway HOME and working directory; True if it can compact."""
     try:
         import pydantic_ai  # noqa: F401
+        from harness.in_process_step import sandboxed
         from harness.pydantic_ai import loading
     except ImportError as exc:
         raise InputError(f"target {spec_text!r}: pydantic-ai is not importable by this interpreter ({exc}); "
@@ -125,7 +126,7 @@ def _validate(spec_text: str, module_arg: str, function: str, search_path: str) 
         (scratch / "home").mkdir()
         (scratch / "work").mkdir()
         env = {"HOME": str(scratch / "home"), "TMPDIR": str(scratch), "PATH": "/usr/bin:/bin"}
-        with loading.sandboxed(env, scratch / "work"):
+        with sandboxed(env, scratch / "work"):
             module_obj = loading.load_module(module_arg, search_path)
             factory = loading.factory_of(module_obj, module_arg, function)
             loading.build_agent(factory, f"{module_arg}:{function}")
