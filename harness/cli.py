@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_explore_parser(sub)
 
+    from harness.importing.command import add_parser as add_import_parser
+
+    add_import_parser(sub)
+
     minimize = sub.add_parser("minimize", help="shrink a failing scenario to the fewest steps and shortest replies that still fail the same check")
     minimize.add_argument("scenario", type=Path, metavar="SCENARIO", help="the scenario file; the result is written beside it as NAME.min.yaml")
     minimize.add_argument("--target", "-t", required=True, metavar="T", help="the target it fails on (one)")
@@ -106,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return explore.run(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "minimize":
             return _minimize(args)
+        if args.command == "import":
+            from harness.importing import command as importing
+
+            return importing.run(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "install":

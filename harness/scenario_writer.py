@@ -9,6 +9,7 @@ before it is trusted (harness/scenario_file.py).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import yaml
@@ -26,11 +27,20 @@ def render(doc: dict[str, Any], comment: str = "") -> str:
         elif key == "expect" and isinstance(value, dict):
             lines.append("expect:")
             lines += [f"  {_scalar(name)}: {_flow(verdicts)}" for name, verdicts in value.items()]
+        elif key == "description" and _foldable(value):
+            lines.append("description: >-")
+            lines += textwrap.wrap(value, 100, initial_indent="  ", subsequent_indent="  ",
+                                   break_long_words=False, break_on_hyphens=False)
         elif key in FLOW_KEYS:
             lines.append(f"{key}: {_flow(value)}")
         else:
             lines.append(_block({key: value}).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def _foldable(text: Any) -> bool:
+    """Prose a folded block (`>-`) gives back unchanged: one paragraph, single spaces, no edge blanks."""
+    return isinstance(text, str) and text == " ".join(text.split()) and bool(text)
 
 
 def _flow_entry(step: dict[str, Any]) -> str:
