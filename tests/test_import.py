@@ -266,3 +266,13 @@ def test_a_summary_is_read_from_a_reply_or_a_continuation_message():
                     "If you need specific details from before compaction, read the transcript.")
     assert summary_in(continuation) == "S, twice."
     assert summary_in("no summary here") is None
+
+
+def test_a_long_description_is_written_folded_and_reads_back_unchanged():
+    from harness.scenario_writer import render
+    from harness.scenario_file import scenario_from_text
+
+    prose = " ".join(["Imported from a transcript: # not a comment, -- nor a list."] * 6)
+    text = render({"name": "n", "description": prose, "append": APPEND, "steps": [{"launch": {"prompt": "p", "reply": "r"}}]})
+    assert "description: >-\n" in text and max(map(len, text.splitlines())) <= 102
+    assert scenario_from_text(text, "n.yaml").description == prose
