@@ -276,3 +276,29 @@ def test_a_long_description_is_written_folded_and_reads_back_unchanged():
     text = render({"name": "n", "description": prose, "append": APPEND, "steps": [{"launch": {"prompt": "p", "reply": "r"}}]})
     assert "description: >-\n" in text and max(map(len, text.splitlines())) <= 102
     assert scenario_from_text(text, "n.yaml").description == prose
+
+
+def _request(*turns: tuple[str, str]) -> dict:
+    return {"system": [{"type": "text", "text": "You are X."}],
+            "messages": [{"role": role, "content": [{"type": "text", "text": text}]} for role, text in turns]}
+
+
+def test_several_prompts_from_one_process_split_and_a_compaction_inside_one_gives_its_summary():
+    from harness.importing.calls import Call, infer_steps
+
+    said = lambda text: [{"type": "text", "text": text}]  # noqa: E731
+    calls = [
+        Call(_request(("user", "A")), reply=said("a"), process=1),
+        Call(_request(("user", "A"), ("assistant", "a"), ("user", "B")), reply=said("b"), process=1),
+        Call(_request(("user", "A"), ("assistant", "a"), ("user", "B"), ("assistant", "b"),
+                      ("user", "Write a <summary> of the conversation so far.")), reply=said("<summary>S</summary>"), process=2),
+        Call(_request(("user", "This session is being continued from a previous conversation.\nSummary:\nS"),
+                      ("user", "C")), reply=said("c"), process=2),
+    ]
+    notes: list[str] = []
+    assert [s.document() for s in infer_steps(calls, notes)] == [
+        {"launch": {"prompt": "A", "reply": "a"}},
+        {"resume": {"prompt": "B", "reply": "b"}},
+        {"resume": {"prompt": "C", "reply": "c", "summary": "S"}},
+    ]
+    assert any("interactive session" in note for note in notes)

@@ -102,6 +102,9 @@ def _group(calls: list[Call], notes: list[str]) -> list[list[Call]]:
     groups: list[list[Call]] = []
     for call in calls:
         if not groups or _starts_step(call, groups[-1], known_processes):
+            if groups and known_processes and call.process == groups[-1][-1].process:
+                notes.append("One process sent several prompts (an interactive session): each prompt became a step "
+                             "of its own, as a scenario runs one prompt per process.")
             groups.append([call])
         else:
             groups[-1].append(call)
@@ -109,8 +112,11 @@ def _group(calls: list[Call], notes: list[str]) -> list[list[Call]]:
 
 
 def _starts_step(call: Call, current: list[Call], known_processes: bool) -> bool:
-    if known_processes:
-        return call.process != current[-1].process
+    if known_processes and call.process != current[-1].process:
+        return True
+    if known_processes:  # a prompt other than the one this process is answering (after a compaction it comes again)
+        answering = [c.prompt for c in current if classify(c) == MAIN]
+        return classify(call) == MAIN and _opens_prompt(call) and bool(answering) and call.prompt != answering[-1]
     if classify(call) == COMPACTION:
         return True
     if all(classify(c) == COMPACTION for c in current):
