@@ -181,6 +181,18 @@ def test_an_inspect_eval_log_imports_with_its_retry_and_the_caller_s_text(tmp_pa
     assert scenario.append == APPEND and scenario.checks[:2] == ("launch_appended_exactly_once", "launch_prompt_from_caller")
     assert replay(tmp_path / "from-inspect.yaml", name, tmp_path) == verdicts(result)
 
+    # A benchmark's log holds many samples: --sample picks one (here the same sample again, under another id
+    # and caller text), and a wrong id lists the ones there are.
+    log_data = json.loads(log.read_text())
+    other = json.loads(json.dumps(log_data["samples"][0]))
+    other["id"], other["input"][0]["content"] = "second", "Task prompt: be brief."
+    log_data["samples"].append(other)
+    both = tmp_path / "two-samples.json"
+    both.write_text(json.dumps(log_data))
+    assert load_scenario(imported(both, tmp_path / "second.yaml", "--sample", "second")).append == "Task prompt: be brief."
+    assert "The log holds 2 samples; sample second was imported." in load_scenario(tmp_path / "second.yaml").description
+    assert main(["import", str(both), "--out", str(tmp_path / "none.yaml"), "--sample", "third"]) == 2
+
 
 def test_an_incident_recorded_by_hand_with_serve_record_imports(tmp_path):
     """The by-hand route: `harness serve --record`, Claude Code pointed at it as a user would, then import."""

@@ -42,10 +42,12 @@ def detect_format(path: Path) -> str:
         f"eval log or one request body per line (line 1 has keys {', '.join(sorted(first)[:8])})", path)
 
 
-def read_draft(path: Path, fmt: str | None = None, append: str | None = None) -> Draft:
+def read_draft(path: Path, fmt: str | None = None, append: str | None = None, sample: str | None = None) -> Draft:
     fmt = fmt or detect_format(path)
+    if sample is not None and fmt != "inspect-log":
+        raise InputError(f"--sample picks a sample of an Inspect log; this file is read as {fmt}", path)
     if fmt == "inspect-log":
-        return _from_inspect(path, append)
+        return _from_inspect(path, append, sample)
     records = journal.read_jsonl(path)
     if fmt == "claude-transcript":
         return _from_transcript(path, records, append)
@@ -87,18 +89,18 @@ def _from_calls(path: Path, calls: list[Call], source: str, where: str, append: 
     return draft
 
 
-def _from_inspect(path: Path, append: str | None) -> Draft:
+def _from_inspect(path: Path, append: str | None, wanted: str | None) -> Draft:
     header, samples = inspect_log.read_inspect_log(path)
     if not samples:
         raise InputError("the Inspect log holds no samples: nothing to import", path)
-    sample = samples[0]
+    sample = inspect_log.pick_sample(path, samples, wanted)
     calls = inspect_log.calls_from_sample(path, sample)
     if not calls:
         raise InputError(f"sample {sample.get('id')!r} made no model call: nothing to import", path)
     solver = inspect_log.solvers(header)
     notes: list[str] = []
     if len(samples) > 1:
-        notes.append(f"The log holds {len(samples)} samples; the first (id {sample.get('id')!r}) was imported.")
+        notes.append(f"The log holds {len(samples)} samples; sample {inspect_log.sample_name(sample)} was imported.")
     if not any(s.startswith("inspect_swe/") for s in solver):
         notes.append(f"The log's solver is {', '.join(solver) or 'not recorded'}, not inspect_swe's: "
                      f"its agent spans are still read as Claude Code launches.")

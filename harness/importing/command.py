@@ -33,12 +33,13 @@ def add_parser(sub) -> None:
     parser.add_argument("--name", metavar="NAME", help="the scenario's name (default: imported-<file name>)")
     parser.add_argument("--append", metavar="TEXT",
                         help="the text the launcher appends to the system prompt, when the artefact cannot show it")
+    parser.add_argument("--sample", metavar="ID", help="which sample of an Inspect log (its id, or id:epoch; default: the first)")
     parser.add_argument("--format", choices=FORMATS, help="what the file is (default: recognised from its content)")
     parser.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
-    draft = read_draft(args.artefact, args.format, args.append)
+    draft = read_draft(args.artefact, args.format, args.append, args.sample)
     name = args.name or "imported-" + _slug(args.artefact.stem)
     out = args.out or Path(f"{name}.yaml")
     if out.exists() and not args.force:

@@ -55,6 +55,23 @@ def read_inspect_log(path: Path) -> tuple[dict, list[dict]]:
     return log, list(log.get("samples") or [])
 
 
+def sample_name(sample: dict) -> str:
+    """How --sample names a sample: its id, and its epoch after a colon when the task ran several."""
+    epoch = sample.get("epoch")
+    return f"{sample.get('id')}" + (f":{epoch}" if epoch not in (None, 1) else "")
+
+
+def pick_sample(path: Path, samples: list[dict], wanted: str | None) -> dict:
+    """The sample --sample names (by id, or id:epoch), else the only or first one."""
+    if wanted is None:
+        return samples[0]
+    for sample in samples:
+        if wanted in (sample_name(sample), f"{sample.get('id')}:{sample.get('epoch')}"):
+            return sample
+    names = ", ".join(sample_name(s) for s in samples[:20]) + (" …" if len(samples) > 20 else "")
+    raise InputError(f"no sample {wanted!r} in this log (its samples: {names})", path)
+
+
 def solvers(header: dict) -> list[str]:
     return [step.get("solver", "") for step in (header.get("plan") or {}).get("steps", [])]
 
