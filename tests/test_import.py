@@ -54,6 +54,18 @@ steps:
   - retry:  {{prompt: "And 7*8?", reply: "56"}}
 checks: [identity_stable, appended_exactly_once, prefix_stable, history_preserved]
 """
+TOOL_TURN = f"""
+name: tool-turn
+append: "{APPEND}"
+steps:
+  - launch:
+      prompt: "Which text files are here?"
+      reply:
+        - tool_use: {{name: Glob, input: {{pattern: "*.txt"}}}}
+        - "None."
+  - resume: {{prompt: "And 7*8?", reply: "56"}}
+checks: [identity_stable, appended_exactly_once, prefix_stable, history_preserved]
+"""
 CHECKS = ("identity_stable", "appended_exactly_once", "prefix_stable", "history_preserved")
 
 
@@ -167,6 +179,15 @@ def test_a_failed_turn_becomes_an_error_step_and_the_next_attempt_a_retry(tmp_pa
     assert (failed.error.status, failed.error.type, failed.error.message) == (400, "invalid_request_error",
                                                                                "scripted failure of this turn")
     assert replay(tmp_path / "error.yaml", f"claude-code@{PINNED}+{EVERY}", tmp_path) == verdicts(incident.result)
+
+
+def test_a_tool_round_trip_imports_as_a_tool_turn_then_the_answer(tmp_path):
+    incident = Incident(TOOL_TURN, f"claude-code@{PINNED}+{FIRST_ONLY}", tmp_path / "incident")
+    path = imported(incident.transcript, tmp_path / "tool.yaml", "--append", APPEND)
+    launch = load_scenario(path).steps[0]
+    assert [[type(b).__name__ for b in turn.blocks] for turn in launch.turns] == [["ToolUseBlock"], ["TextBlock"]]
+    assert (launch.turns[0].blocks[0].name, launch.turns[0].blocks[0].input) == ("Glob", {"pattern": "*.txt"})
+    assert replay(path, f"claude-code@{PINNED}+{FIRST_ONLY}", tmp_path) == verdicts(incident.result)
 
 
 def test_an_inspect_eval_log_imports_with_its_retry_and_the_caller_s_text(tmp_path):

@@ -153,10 +153,10 @@ def _turn(call: Call, everything: list[Call], notes: list[str]) -> Any:
     if call.error is not None:
         return {"error": call.error}
     if call.reply is not None:
-        return turn_of(call.reply)
+        return turn_of(call.reply, notes)
     repeated = _reply_in_later_history(call, everything)
     if repeated is not None:
-        return turn_of(repeated)
+        return turn_of(repeated, notes)
     notes.append(f"The reply to {call.prompt or 'a request'!r} is not in the record (no response, and no later request "
                  f"repeats it): it is a placeholder ({PLACEHOLDER_REPLY!r}).")
     return PLACEHOLDER_REPLY

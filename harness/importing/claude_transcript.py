@@ -42,7 +42,7 @@ def steps_from_transcript(path: Path, records: list[dict], notes: list[str]) -> 
     by_process = _processes(records, notes)
     steps: list[ObservedStep] = []
     for number, (command, lines) in enumerate(by_process):
-        step = _step(command, lines, first=number == 0)
+        step = _step(command, lines, number == 0, notes)
         if step is None:
             notes.append(f"The command {command!r} was left out: a scenario has no step for it.")
             continue
@@ -81,7 +81,7 @@ def _prompt_of(record: dict) -> str | None:
     return prompt_text(content)
 
 
-def _step(command: str | None, lines: list[dict], first: bool) -> ObservedStep | None:
+def _step(command: str | None, lines: list[dict], first: bool, notes: list[str]) -> ObservedStep | None:
     is_compact = isinstance(command, str) and command.strip().split(" ")[0] == COMPACT_COMMAND
     if isinstance(command, str) and command.startswith("/") and not is_compact:
         return None
@@ -102,7 +102,7 @@ def _step(command: str | None, lines: list[dict], first: bool) -> ObservedStep |
                 blocks.extend(message.get("content") or [])
         elif line.get("isCompactSummary"):
             step.summary = summary_in(prompt_text((line.get("message") or {}).get("content")) or "")
-    step.turns = [t if isinstance(t, dict) and "error" in t else turn_of(t) for t in step.turns]
+    step.turns = [t if isinstance(t, dict) and "error" in t else turn_of(t, notes) for t in step.turns]
     errors = [t["error"] for t in step.turns if isinstance(t, dict) and "error" in t]
     if errors and len(errors) == len(step.turns) and all(e == errors[0] for e in errors):
         step.error, step.turns = errors[0], []

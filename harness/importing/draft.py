@@ -65,7 +65,7 @@ class Draft:
             self.notes.append(text)
 
 
-def turn_of(blocks: list[dict[str, Any]]) -> Any:
+def turn_of(blocks: list[dict[str, Any]], notes: list[str]) -> Any:
     """A recorded assistant message as a scenario reply turn (a bare string when it is one text)."""
     kept = []
     for block in blocks:
@@ -76,11 +76,20 @@ def turn_of(blocks: list[dict[str, Any]]) -> Any:
             kept.append({"thinking": block["thinking"]})
         elif kind == "tool_use":
             kept.append({"tool_use": {"name": block.get("name", ""), "input": block.get("input") or {}}})
+    if not kept:
+        kinds_seen = ", ".join(sorted({str(b.get("type")) for b in blocks})) or "nothing"
+        notes.append(f"A recorded reply held no text, thinking or tool call ({kinds_seen}): "
+                     f"it is a placeholder ({PLACEHOLDER_REPLY!r}).")
+        return PLACEHOLDER_REPLY
     if len(kept) == 1 and "text" in kept[0]:
         return kept[0]["text"]
-    if not kept:
-        return ""
+    kinds = [next(iter(block)) for block in kept]
+    if kinds == sorted(set(kinds), key=_MAPPING_ORDER.index):  # each kind once, in the order a mapping turn sends
+        return {kind: block[kind] for kind, block in zip(kinds, kept)}
     return {"content": kept}
+
+
+_MAPPING_ORDER = ("thinking", "text", "tool_use")  # how the scenario reader orders a mapping turn's blocks
 
 
 def error_of(status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
