@@ -18,7 +18,9 @@ How, per step (Linux):
 2. A listening socket belongs to the namespace it was created in, but any
    process holding it can accept on it. The launcher hands it to the harness
    over a socket pair (SCM_RIGHTS), with that namespace's /proc/net tables
-   (tcp, tcp6 for the sending pid; snmp, snmp6 for the report). The harness
+   (tcp, tcp6 for the sending pid; snmp, snmp6 for the report) and a
+   sock_diag socket opened there (the sending pid's connection, looked up
+   exactly instead of by reading the tables: harness/fakeapi/peer.py). The harness
    gives the listener to the running fake API (FakeAPIServer.adopt_listener),
    so the agent's connections reach the same handler, script and journal, and
    acknowledges.
@@ -240,7 +242,7 @@ class _Handover:
         named = dict(zip(message["fds"], fds))
         from harness.fakeapi.peer import NamespaceTables
 
-        self._tables = NamespaceTables([named[n] for n in ("tcp", "tcp6") if n in named])
+        self._tables = NamespaceTables([named[n] for n in ("tcp", "tcp6") if n in named], diag=named.get("diag"))
         self._counter_fds = [named[n] for n in ("snmp", "snmp6") if n in named]
         listener = socket.socket(fileno=named["listener"])
         with self._lock:

@@ -7,21 +7,25 @@ harness over a socket pair, waits for the acknowledgement, then execs the agent.
 With `--bind TARGET=SOURCE` (repeatable) it also enters a mount namespace, makes
 every mount in it private, and binds each SOURCE over its TARGET first.
 It must not import the harness: `-I` keeps the checkout off sys.path.
+
+Every step pays for this interpreter's start before the agent's own, so it
+imports as little as it can: its few messages are written by `_json` below
+rather than by the json module, whose import (and re's) took about a quarter
+of the launcher's time, and it uses the C modules under socket and signal
+(_socket, _signal), whose Python wrappers import enum, functools and selectors
+for another fifth. The probe, run once per harness process, uses socket itself.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _signal
+import _socket
 import ctypes
 import errno
-import json
 import os
 import select
-import signal
-import socket
 import struct
 import sys
-from collections.abc import Sequence
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
@@ -30,6 +34,7 @@ MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _EXIT_ISOLATION, _EXIT_CANNOT_EXEC, _EXIT_NOT_FOUND = 125, 126, 127  # as env(1) and unshare(1)
 TABLES = ("tcp", "tcp6", "snmp", "snmp6")  # sent in this order: tcp tables for the sending pid, snmp for the report
+_NETLINK_SOCK_DIAG = 4  # sent after them as "diag": a sock_diag socket of the namespace, for the sending pid
 GO = b"go"  # the harness's acknowledgement: the listener is served, exec the agent
 
 
@@ -75,13 +80,16 @@ def _enter_namespace(mounts: bool = False) -> str:
 def _loopback_up() -> None:
     import fcntl  # POSIX only: imported where it is used, so that importing this module works anywhere
 
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+    probe = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
         request = struct.pack("16sh22x", b"lo", 0)
-        flags = struct.unpack_from("16sh", fcntl.ioctl(probe, _SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
+        flags = struct.unpack_from("16sh", fcntl.ioctl(probe.fileno(), _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe.fileno(), _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
+    finally:
+        probe.close()
 
 
-def _bind_private(binds: Sequence[tuple[str, str]]) -> None:
+def _bind_private(binds: list[tuple[str, str]]) -> None:
     """In the new mount namespace: nothing propagates to the host's, then each source over its target."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
@@ -93,13 +101,13 @@ def _bind_private(binds: Sequence[tuple[str, str]]) -> None:
             raise _MountFailed(f"cannot bind {source} over {target}: [Errno {code}] {os.strerror(code)}")
 
 
-def _isolate(port: int, binds: Sequence[tuple[str, str]] = ()) -> tuple[str, socket.socket, dict[str, int]]:
+def _isolate(port: int, binds: list[tuple[str, str]] | None = None) -> tuple[str, _socket.socket, dict[str, int]]:
     try:
         how = _enter_namespace(mounts=bool(binds))
         if binds:
             _bind_private(binds)
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
         listener.listen(128)
     except _Refused:
@@ -108,15 +116,24 @@ def _isolate(port: int, binds: Sequence[tuple[str, str]] = ()) -> tuple[str, soc
         raise _Refused(str(exc)) from None
     tables = {}
     for name in TABLES:
-        with contextlib.suppress(FileNotFoundError):  # tcp6, snmp6: absent without IPv6
+        try:
             tables[name] = os.open(f"/proc/self/net/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:  # tcp6, snmp6: absent without IPv6
+            pass
+    try:  # sock_diag in this namespace: the harness finds a connection's socket without reading whole tables
+        tables["diag"] = _socket.socket(_socket.AF_NETLINK, _socket.SOCK_RAW, _NETLINK_SOCK_DIAG).detach()
+    except (OSError, AttributeError):  # refused here: the harness reads the tables instead
+        pass
     return how, listener, tables
 
 
 def _probe_main() -> int:
     """Prints {"ok": true, "how": ...} when a namespace works here as steps need it."""
+    import socket
+
     try:
-        how, listener, _ = _isolate(0)
+        how, bare_listener, _ = _isolate(0)
+        listener = socket.socket(fileno=bare_listener.detach())
         with socket.create_connection(listener.getsockname(), timeout=5):
             listener.accept()[0].close()
         outside = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -125,10 +142,40 @@ def _probe_main() -> int:
         if code != errno.ENETUNREACH:
             raise _Refused(f"a connection to 10.255.255.1:80 got {errno.errorcode.get(code, code)}, not ENETUNREACH")
     except (_Refused, OSError) as exc:
-        print(json.dumps({"ok": False, "reason": str(exc)}))
+        print(_json({"ok": False, "reason": str(exc)}))
         return 1
-    print(json.dumps({"ok": True, "how": how}))
+    print(_json({"ok": True, "how": how}))
     return 0
+
+
+def _json(value: object) -> str:
+    """JSON as json.dumps writes it by default (ASCII only): for the launcher's own small messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + "".join(_json_char(c) for c in value) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_json(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_json(str(k))}: {_json(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not written by the launcher: {type(value).__name__}")
+
+
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _json_char(char: str) -> str:
+    if char in _JSON_ESCAPES:
+        return _JSON_ESCAPES[char]
+    code = ord(char)
+    if 0x20 <= code < 0x7F:
+        return char
+    if code > 0xFFFF:  # a surrogate pair, as json.dumps writes it
+        code -= 0x10000
+        return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 def _original_environment() -> dict[bytes, bytes]:
@@ -141,17 +188,19 @@ def _original_environment() -> dict[bytes, bytes]:
     return dict(entry.split(b"=", 1) for entry in entries if b"=" in entry)
 
 
-def _fail(channel: socket.socket, key: str, message: str, code: int) -> int:
+def _fail(channel: _socket.socket, key: str, message: str, code: int) -> int:
     print(f"harness.netns: {message}", file=sys.stderr, flush=True)
-    with contextlib.suppress(OSError):
-        channel.send(json.dumps({key: message}).encode())
+    try:
+        channel.send(_json({key: message}).encode())
+    except OSError:
+        pass
     return code
 
 
 def _launch(port: int, channel_fd: int, timeout_s: float, argv: list[str],
-            binds: Sequence[tuple[str, str]] = ()) -> int:
+            binds: list[tuple[str, str]] | None = None) -> int:
     os.set_inheritable(channel_fd, False)  # the agent never sees the pair
-    channel = socket.socket(fileno=channel_fd)
+    channel = _socket.socket(fileno=channel_fd)
     try:
         how, listener, tables = _isolate(port, binds)
     except _Refused as exc:
@@ -161,7 +210,8 @@ def _launch(port: int, channel_fd: int, timeout_s: float, argv: list[str],
     names = ["listener", *tables]
     fds = [listener.fileno(), *tables.values()]
     try:
-        socket.send_fds(channel, [json.dumps({"how": how, "pid": os.getpid(), "fds": names}).encode()], fds)
+        message = _json({"how": how, "pid": os.getpid(), "fds": names}).encode()
+        channel.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
         poller = select.poll()
         poller.register(channel, select.POLLIN)
         ack = channel.recv(16) if poller.poll(int(timeout_s * 1000)) else None
@@ -176,8 +226,8 @@ def _launch(port: int, channel_fd: int, timeout_s: float, argv: list[str],
     listener.close()  # the harness holds the listener now; the agent must not
     for fd in tables.values():
         os.close(fd)
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # ignored by the interpreter, as subprocess's restore_signals undoes
-        signal.signal(sig, signal.SIG_DFL)
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # ignored by the interpreter, as subprocess's restore_signals undoes
+        _signal.signal(sig, _signal.SIG_DFL)
     try:
         os.execvpe(argv[0], argv, _original_environment())
     except OSError as exc:  # the same words as harness/process.py's when Popen cannot start a program
