@@ -29,15 +29,26 @@ def sandboxed(env: Mapping[str, str], cwd: Path) -> Iterator[None]:
     runner runs steps one after another; pytest-xdist workers are processes).
     """
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update(env)
+    _become(saved_env, env)
     os.chdir(cwd)
     try:
         yield
     finally:
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _become(dict(os.environ), saved_env)
+
+
+def _become(current: Mapping[str, str], wanted: Mapping[str, str]) -> None:
+    """os.environ made equal to `wanted`, touching only the variables that differ.
+
+    Clearing and refilling it did the same with a putenv or unsetenv for every variable, twice per
+    step: about 4% of an in-process reference step, where only a few variables differ.
+    """
+    for name in [name for name in current if name not in wanted]:
+        del os.environ[name]
+    for name, value in wanted.items():
+        if current.get(name) != value:
+            os.environ[name] = value
 
 
 class CapturedStep:

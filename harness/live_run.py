@@ -42,7 +42,8 @@ class LiveRun:
     """
 
     def __init__(self, scenario: Scenario, target: Target, journal_path: Path | None = None,
-                 keep_workspace: bool = False):
+                 keep_workspace: bool = False, workspace_parent: Path | None = None):
+        """`workspace_parent`: where the disposable workspace is made (default: the temporary folder)."""
         self.scenario, self.target, self.keep_workspace = scenario, target, keep_workspace
         if journal_path is not None and journal_path.exists():
             journal_path.unlink()  # a journal describes one run, never two appended
@@ -52,7 +53,7 @@ class LiveRun:
             self.launches_path.unlink()
         self.launches = LaunchJournal(self.launches_path)
         self.api = FakeModelAPI(self.journal, side_calls=target.side_calls, compaction_calls=target.compaction_calls)
-        self.workspace = Workspace.create(f"{scenario.name}-{target.name}")
+        self.workspace = Workspace.create(f"{scenario.name}-{target.name}", workspace_parent)
         self.server: FakeAPIServer | None = None
         self.session_id: str | None = None
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from dataclasses import dataclass
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Callable, Iterator
 
 import httpx
 import httpx2
@@ -49,9 +50,34 @@ NOT_MOCKED = "in-process fake API: {}"
 
 def make_router(api: FakeModelAPI, base_url: str) -> respx.Router:
     """A respx router with one route: every method and path under `base_url`, answered by the fake API."""
+    return _make_router(lambda: api, base_url)
+
+
+# Routers already made, per fake API and base URL. Building one cost about 5% of an in-process reference
+# step (respx makes mocks for its call lists, which inspect every attribute of their spec), and an
+# in-process run asks for the same one at every step. Weak keys: the router refers to its API only
+# weakly, so a run's API and router go together when the run is over.
+_ROUTERS: "weakref.WeakKeyDictionary[FakeModelAPI, dict[str, respx.Router]]" = weakref.WeakKeyDictionary()
+
+
+def router_for(api: FakeModelAPI, base_url: str) -> respx.Router:
+    """The router make_router would make, made once per API and base URL; its call records are cleared."""
+    routers = _ROUTERS.setdefault(api, {})
+    router = routers.get(base_url)
+    if router is None:
+        router = routers[base_url] = _make_router(weakref.ref(api), base_url)
+    else:
+        router.reset()  # respx's record of earlier calls: nothing reads it, and it would only grow
+    return router
+
+
+def _make_router(api_ref: Callable[[], FakeModelAPI | None], base_url: str) -> respx.Router:
     router = respx.Router(assert_all_called=False, assert_all_mocked=True, base_url=base_url)
 
     def answer(request: httpx.Request) -> httpx.Response:
+        api = api_ref()
+        if api is None:  # the run is over: nothing answers any more, as a closed server would not
+            raise httpx.ConnectError(NOT_MOCKED.format("the fake API of this run is gone"), request=request)
         response = api.handle(HTTPRequest(
             method=request.method,
             target=request.url.raw_path.decode("ascii"),

@@ -69,7 +69,7 @@ def run_in_process(
     """One step, as run_process would run `python -m harness.reference_agent ARGS`, minus the process."""
     import httpx
 
-    from harness.fakeapi.inprocess import StepExpired, SyncRespxTransport, make_router
+    from harness.fakeapi.inprocess import StepExpired, SyncRespxTransport, router_for
     from harness.reference_agent import cli
     from harness.reference_agent.httpx_connection import HttpxConnection
 
@@ -77,7 +77,7 @@ def run_in_process(
     if not argv or argv[0] != ARGV0:
         return ProcessOutcome(None, 0.0, step.pid, launch_error=f"not an in-process reference-agent command: {list(argv)!r}")
     step_env = step_environment(env)
-    transport = SyncRespxTransport(make_router(api, BASE_URL), deadline=step.started + timeout_s)
+    transport = SyncRespxTransport(router_for(api, BASE_URL), deadline=step.started + timeout_s)
     with httpx.Client(transport=transport, trust_env=False) as http, step.running(step_env, cwd):
 
         def connect(scheme: str, host: str, port: int | None, timeout: float) -> HttpxConnection:
