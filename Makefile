@@ -28,7 +28,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The flakiness budget: the clean reference through the whole library, this many times, under -n 2.
 SOAK_ROUNDS ?= 50
 
-.PHONY: install tools browser run test soak clean
+.PHONY: install tools browser run test soak bench clean
 
 install: $(STAMP)
 
@@ -84,6 +84,12 @@ test: tools browser
 # Every round is its own pytest item; one failure fails the target (not part of make test).
 soak: install
 	$(BIN)/python -m pytest scenarios -n 2 -p no:cacheprovider -q --target reference --harness-repeat $(SOAK_ROUNDS)
+
+# What the harness costs, measured in one run (not part of make test): its overhead over the bare agent processes
+# (reference and the pinned Claude Code), the fake API's added latency and throughput, in-process exploration
+# speed, and the whole reference library serial against -n 2. Writes reports/bench/bench.json and bench.md.
+bench: tools
+	$(BIN)/python -m harness.bench --out reports/bench
 
 clean:
 	rm -rf $(VENV) .tools reports/run-* reports/latest

@@ -1,0 +1,5 @@
+import sys
+
+from harness.bench.command import main
+
+sys.exit(main())
