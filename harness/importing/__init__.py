@@ -35,7 +35,7 @@ def detect_format(path: Path) -> str:
         return "journal"
     if any(claude_transcript.is_transcript_line(r) for r in records[:20]):
         return "claude-transcript"
-    if request_log.is_request_body(first.get("body", first) if isinstance(first.get("body"), dict) else first):
+    if request_log.is_request_body(request_log.body_of(first)):
         return "requests"
     raise InputError(
         "not an artefact harness import reads: expected a Claude Code transcript, a harness journal, an Inspect "

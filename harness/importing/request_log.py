@@ -18,6 +18,11 @@ from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
 from harness.importing.calls import Call
 
 
+def body_of(record: dict) -> dict:
+    """The request body a line holds: the line itself, or its `body` object (proxies that log more than the body)."""
+    return record["body"] if isinstance(record.get("body"), dict) else record
+
+
 def is_request_body(record: dict) -> bool:
     return "model" in record and ("messages" in record or "input" in record)
 
@@ -25,7 +30,7 @@ def is_request_body(record: dict) -> bool:
 def calls_from_requests(path: Path, records: list[dict]) -> list[Call]:
     calls = []
     for number, record in enumerate(records, 1):
-        body = record.get("body", record) if isinstance(record.get("body"), dict) else record
+        body = body_of(record)
         if not is_request_body(body):
             raise InputError(f"line {number}: not a model request body (expected 'model' and 'messages' or 'input')", path)
         parser, raw = _parser(body), json.dumps(body).encode("utf-8")
