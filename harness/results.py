@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
+# A scenario with a step the target cannot carry out at all (Target.cannot_express): not run, never a pass.
+CANNOT_EXPRESS = "cannot-express"
 
 
 @dataclass
@@ -51,7 +53,7 @@ class CheckResult:
 class RunResult:
     scenario: str
     target: str
-    status: str  # pass | fail | error
+    status: str  # pass | fail | error | cannot-express
     steps: list[StepResult] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     error: str | None = None
@@ -61,6 +63,7 @@ class RunResult:
     workspace: str | None = None  # kept HOME and working folder (--keep-workspace)
     duration_s: float = 0.0
     interrupted: bool = False  # the harness was stopped (Ctrl-C, SIGTERM) during or before this run
+    cannot_express: str | None = None  # why the target cannot carry out this scenario (status cannot-express)
 
     @property
     def as_expected(self) -> bool:

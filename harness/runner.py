@@ -18,7 +18,7 @@ from harness.checks import CheckContext, run_check
 from harness.fakeapi.exchange import Exchange
 from harness.launches import Launch
 from harness.live_run import LiveRun
-from harness.results import ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
+from harness.results import CANNOT_EXPRESS, ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario
 from harness.targets.base import Target
 
@@ -93,6 +93,9 @@ def run_scenario(
     keep_workspace: bool = False,
 ) -> RunResult:
     progress = progress or SilentProgress()
+    reason = target.cannot_express_reason(scenario.steps)
+    if reason is not None:
+        return cannot_express(scenario, target, reason)
     started = time.monotonic()
     run = LiveRun(scenario, target, journal_path, keep_workspace)
     result = RunResult(
@@ -132,6 +135,14 @@ def run_scenario(
     if stopped:
         raise Interrupted(result)
     return result
+
+
+def cannot_express(scenario: Scenario, target: Target, reason: str) -> RunResult:
+    """The result of a scenario the target has no way to carry out: nothing run, every check marked so."""
+    message = f"{target.name} cannot express this scenario: {reason}"
+    checks = [CheckResult(name, CANNOT_EXPRESS, message, expected_verdict=CANNOT_EXPRESS) for name in scenario.checks]
+    return RunResult(scenario=scenario.name, target=target.name, status=CANNOT_EXPRESS, checks=checks,
+                     scenario_path=str(scenario.path) if scenario.path else None, cannot_express=reason)
 
 
 def _step_done(result: RunResult, progress: Progress, scenario: Scenario, target: Target, step_result: StepResult) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.results import ERROR, PASS, CheckResult, RunResult, StepResult
+from harness.results import CANNOT_EXPRESS, ERROR, PASS, CheckResult, RunResult, StepResult
 
 
 def cell(check: CheckResult | None) -> str:
@@ -15,6 +15,8 @@ def cell(check: CheckResult | None) -> str:
 def outcome(result: RunResult) -> str:
     if result.status == ERROR:
         return "ERROR"
+    if result.status == CANNOT_EXPRESS:
+        return "CANNOT EXPRESS"
     if not result.as_expected:
         return "UNEXPECTED"
     expected_failures = any(c.verdict != PASS for c in result.checks)
@@ -38,6 +40,7 @@ def counts(results: list[RunResult]) -> dict[str, int]:
         "errors": sum(1 for r in results if r.status == ERROR),
         "pass": sum(1 for r in results if r.status == PASS),
         "fail": sum(1 for r in results if r.status == "fail"),
+        "cannot_express": sum(1 for r in results if r.status == CANNOT_EXPRESS),
     }
 
 
@@ -64,6 +67,8 @@ def explain(result: RunResult) -> str:
         lines.append("  " + step_line(step) + (f"\n    ✗ {step.error}" if step.error else ""))
     if result.error:
         lines.append(f"run error: {result.error}")
+    if result.cannot_express:
+        lines.append(f"not run: the target cannot express {result.cannot_express}")
     for check in result.checks:
         if check.as_expected:
             lines.append(f"  {check.check}: {check.verdict} (as expected)")

@@ -63,10 +63,12 @@ def table(results: list[RunResult]) -> str:
     stopped = sum(1 for r in results if r.interrupted)
     if stopped:
         lines.append(f"INTERRUPTED: {stopped} of {len(results)} runs incomplete or not run; the verdicts above are not a result")
+    not_run = f", {total['cannot_express']} the target cannot express" if total["cannot_express"] else ""
     lines.append(
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, {total['errors']} errors"
-        "  (`!` marks a verdict that differs from the scenario's expectation)"
+        f"{not_run}  (`!` marks a verdict that differs from the scenario's expectation)"
     )
+    lines += [f"  {r.scenario} · {r.target}: cannot express {r.cannot_express}" for r in results if r.cannot_express]
     return "\n".join(lines)
 
 

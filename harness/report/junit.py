@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.report.cells import explain, mismatch_heading
-from harness.results import ERROR, RunResult
+from harness.results import CANNOT_EXPRESS, ERROR, RunResult
 
 
 def write(results: list[RunResult], path: Path) -> Path:
@@ -31,7 +31,9 @@ def write(results: list[RunResult], path: Path) -> Path:
                     suite, "testcase", classname=f"{scenario}", name=f"{check.check}[{run.target}]",
                     time=f"{run.duration_s / max(1, len(run.checks)):.3f}",
                 )
-                if check.verdict == ERROR:
+                if check.verdict == CANNOT_EXPRESS:
+                    ET.SubElement(case, "skipped", message=check.message)
+                elif check.verdict == ERROR:
                     errors += 1
                     ET.SubElement(case, "error", message=_first_line(check.message)).text = explain(run)
                 elif not check.as_expected:

@@ -30,6 +30,10 @@ def render(results: list[RunResult]) -> str:
         cells = [cell(next((c for c in result.checks if c.check == name), None)) for name in columns]
         lines.append(f"| {result.scenario} | `{result.target}` | " + " | ".join(cells) + f" | {outcome(result)} |")
     lines += vantage.markdown_section(results)
+    not_run = [r for r in results if r.cannot_express]
+    if not_run:
+        lines += ["", "## Not run: the target cannot express the scenario", ""]
+        lines += [f"- {r.scenario} · `{r.target}`: {r.cannot_express}" for r in not_run]
     problems = [r for r in results if not r.as_expected]
     if problems:
         lines += ["", "## What differs", ""]

@@ -95,6 +95,16 @@ class Target:
     tool_call: Mapping[str, Any] | None = None
     # Set: the scenarios' expectations for that target name apply to this one (the same agent, run another way).
     expected_as: str | None = None
+    # Step kinds this agent has no way to carry out, and why: a scenario with one is reported as
+    # "cannot express", not run (a headless CLI without a compaction command, say).
+    cannot_express: Mapping[str, str] = field(default_factory=dict)
+
+    def cannot_express_reason(self, steps: Iterable[Any]) -> str | None:
+        """Why this target cannot carry out one of these steps (the first such), or None."""
+        for step in steps:
+            if step.kind in self.cannot_express:
+                return f"step {step.index} ({step.kind}): {self.cannot_express[step.kind]}"
+        return None
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""
