@@ -14,7 +14,10 @@ SYSTEM_SEPARATOR = "\n\n"
 _SUMMARY_WORD = re.compile(r"(?i)\bsummar(?:y|ies|ise|ize|ising|izing)\b")
 _CONVERSATION = re.compile(r"(?i)\bconversation\b")
 # How clients open the message that carries a summary back into the conversation.
-_CONTINUATION_OPENINGS = ("This session is being continued from a previous conversation",)
+_CONTINUATION_OPENINGS = (
+    "This session is being continued from a previous conversation",
+    "Another language model started to solve this problem",  # Codex, before the summary it got back
+)
 
 
 def system_text(normalized: dict[str, Any] | None) -> str:

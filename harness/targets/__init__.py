@@ -9,7 +9,8 @@ from harness.targets.base import Target
 
 
 # Built-in target families: the spec prefix that names one, and its module (imported only when named).
-_FAMILIES = {"claude-code": "claude_code", "code-puppy": "code_puppy", "inspect-swe": "inspect_swe"}
+_FAMILIES = {"claude-code": "claude_code", "code-puppy": "code_puppy", "inspect-swe": "inspect_swe",
+             "codex": "codex", "gemini-cli": "gemini_cli", "qwen-code": "qwen_code"}
 _PYDANTIC_AI = "pydantic-ai:"
 
 
@@ -43,7 +44,8 @@ def resolve_target(spec: str) -> list[Target]:
         f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' (each [+in-process]), "
         "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
         "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', "
-        "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]' or the path of a target file "
+        "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]', "
+        "'codex|gemini-cli|qwen-code[@VERSION][+POLICY]' or the path of a target file "
         "(*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
     )
 
