@@ -1,0 +1,132 @@
+"""Qwen Code from npm as a target: `qwen-code[@VERSION][+POLICY]`.
+
+Qwen Code (a Gemini CLI fork speaking OpenAI Chat Completions) rebuilds its
+system prompt in every process and takes the caller's text only from the
+process's own `--append-system-prompt`, so a launcher that passes it on the
+first launch only loses it on every resume: the launch policies are claude-code's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from harness.errors import InputError
+from harness.fakeapi.core import RequestRule
+from harness.targets.base import SessionIdSource, Target
+from harness.targets.claude_code import (  # noqa: F401  (re-exported: the same policy names on every CLI)
+    DEFAULT_POLICY,
+    EVERY_LAUNCH,
+    EVERY_POLICY,
+    FIRST_LAUNCH_ONLY,
+    NEVER,
+    POLICIES,
+)
+from harness.tools import VERSION_RE, npm_package_dir
+
+NAME = "qwen-code"
+PACKAGE = "@qwen-code/qwen-code"
+# The newest release on the registry on 2026-11-30, run through the library's Claude Code scenarios.
+PINNED_VERSION = "0.24.4"
+MODEL = "harness-model"
+# `--output-format json` prints one JSON array of events, each carrying the session id the CLI minted; reading
+# it back spares minting one for `--session-id` (which would need a new placeholder in the shared runner).
+SESSION_ID = SessionIdSource("stdout_regex", r'"session_id":\s*"([0-9A-Fa-f-]{36})"')
+
+# With memory.enableManagedAutoMemory on, a memory-extraction subagent runs after every turn (seen on 0.24.4).
+SIDE_CALLS = (RequestRule(system=r"^You are now acting as the managed memory extraction subagent"),)
+# /compress asks twice when the first answer has no <state_snapshot> (the fake API answers with <summary>):
+# first on the main prompt and tools ("cache sharing"), then a dedicated summarizer; both end with this line.
+COMPACTION_CALLS = (RequestRule(prompt=r"produce the <state_snapshot> XML\.\s*$"),)
+
+
+def targets(spec: str) -> list[Target]:
+    """`qwen-code`, `qwen-code@0.24.4`, `qwen-code@0.24.4+append-first-launch-only`, `...+*`."""
+    version, policies = parse_spec(spec)
+    command = cli_command(version)
+    return [build(version, p, command) for p in policies]
+
+
+def name_problem(name: str) -> str | None:
+    """Why no qwen-code target can carry this name (reports always name version and policy), or None."""
+    if "@" not in name or "+" not in name:
+        return f"target {name!r}: a qwen-code target is always named qwen-code@VERSION+POLICY (e.g. qwen-code@{PINNED_VERSION}+{EVERY_LAUNCH})"
+    try:
+        parse_spec(name)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def parse_spec(spec: str) -> tuple[str, list[str]]:
+    """The version and the policies a spec names, defaults filled in; nothing is installed."""
+    rest, plus, policy = spec[len(NAME):].partition("+")
+    version = PINNED_VERSION
+    if not plus:
+        policy = DEFAULT_POLICY
+    if rest:
+        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
+            raise InputError(f"bad target {spec!r}: expected qwen-code[@X.Y.Z][+POLICY] (e.g. qwen-code@{PINNED_VERSION}+{EVERY_LAUNCH})")
+        version = rest[1:]
+    if policy == EVERY_POLICY:
+        return version, list(POLICIES)
+    if policy in POLICIES:
+        return version, [policy]
+    raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+
+
+def cli_command(version: str) -> tuple[str, ...]:
+    """node on cli.js itself: the `qwen` bin (cli-entry.js) would relaunch it, or run a self-updated copy from HOME."""
+    package_dir = npm_package_dir(NAME, PACKAGE, version)
+    script = package_dir / "cli.js"
+    if not script.is_file():
+        raise InputError(f"{NAME}@{version}: {script} is missing; remove {package_dir.parent.parent.parent} to reinstall it")
+    node = shutil.which("node")
+    if node is None:
+        raise InputError(f"{NAME}@{version} runs on Node.js and node is not on PATH")
+    return (node, str(script))
+
+
+def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
+    def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
+        argv = [*command, "--auth-type", "openai", "--output-format", "json", *middle]
+        if policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first):
+            argv += ["--append-system-prompt", "{append}"]
+        return tuple(argv)
+
+    return Target(
+        name=f"{NAME}@{version}+{policy}",
+        commands={
+            "launch": launch_argv("-p", "{prompt}", first=True),
+            "resume": launch_argv("-p", "{prompt}", "--resume", "{session_id}", first=False),
+            "compact": launch_argv("-p", "/compress", "--resume", "{session_id}", first=False),
+        },
+        session_id=SESSION_ID,
+        identity_regex=r"(?m)^You are [^\n]*",
+        protocol="openai-chat",
+        timeout_s=120.0,
+        env={"OPENAI_MODEL": MODEL, "OPENAI_BASE_URL": "{base_url}/v1", "OPENAI_API_KEY": "{api_key}"},
+        side_calls=SIDE_CALLS,
+        compaction_calls=COMPACTION_CALLS,
+        # A read-only tool, which -p runs without asking for permission.
+        tool_call={"name": "glob", "input": {"pattern": "*.txt"}},
+        home_files={".qwen/settings.json": _escaped(json.dumps(SETTINGS, indent=2) + "\n")},
+    )
+
+
+# ~/.qwen/settings.json. Without it 0.24.4 sends usage statistics (RUM) to *.rum.aliyuncs.com:443 on every
+# step (the netns refused them) and, with memory on by default, a memory-extraction request after every turn.
+# Ripgrep off: the npm tarball's bundled rg is not executable (EACCES on stderr, then a fallback anyway).
+SETTINGS = {
+    "general": {"enableAutoUpdate": False, "disableAutoUpdate": True},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "memory": {"enableManagedAutoMemory": False},
+    "tools": {"useRipgrep": False},
+    "security": {"auth": {"selectedType": "openai"}},
+}
+
+
+def _escaped(text: str) -> str:
+    """Literal braces survive the runner's placeholder filling."""
+    return text.replace("{", "{{").replace("}", "}}")
