@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
 from harness.fakeapi.journal import Journal
 from harness.fakeapi import cache_sim, conversation, faults
-from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
+from harness.fakeapi.protocols import anthropic, gemini, openai_chat, openai_responses
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.scenario import ApiError, Step, Turn
 
@@ -144,6 +144,8 @@ class FakeModelAPI:
         }.get((request.method, path))
         if route is None and request.method == "GET" and path.startswith("/v1/models/"):
             route = self._model
+        if route is None and (gemini.route(request.method, path) or (request.method == "GET" and gemini.MODELS_RE.match(path))):
+            route = self._gemini
         if route is None:
             known_path = path in ("/v1/messages", "/v1/messages/count_tokens", "/v1/models")
             status, kind = (405, "invalid_request_error") if known_path else (404, "not_found_error")
@@ -248,9 +250,21 @@ class FakeModelAPI:
     def _openai_responses(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
         return self._openai(request, path, query, openai_responses)
 
+    def _gemini(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+        """Gemini names model and method in the path; count and model listings are side calls."""
+        if request.method == "GET":
+            self._record_simple(request, path, query, 200, None)
+            model = gemini.MODELS_RE.match(path)["model"]
+            body = gemini.model_body(model) if model else gemini.models_body()
+            return HTTPResponse(200, [("content-type", "application/json")], body=body)
+        if gemini.route(request.method, path)[1] == "countTokens":
+            self._record_simple(request, path, query, 200, None)
+            return HTTPResponse(200, [("content-type", "application/json")], body=gemini.count_tokens_body(request.body))
+        return self._openai(request, path, query, gemini)
+
     def _openai(self, request: HTTPRequest, path: str, query: str, protocol) -> HTTPResponse:
         try:
-            normalized = protocol.parse_request(request.body)
+            normalized = protocol.parse_request(request.body, path) if protocol is gemini else protocol.parse_request(request.body)
         except anthropic.BadRequest as exc:
             return self._refuse(request, query, path, exc, protocol)
         with self._lock:

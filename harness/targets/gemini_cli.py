@@ -1,0 +1,157 @@
+"""Google's Gemini CLI as a target: `gemini-cli[@VERSION][+POLICY]`, over the Gemini API wire format.
+
+Gemini CLI rebuilds its system prompt in every process and has no
+`--append-system-prompt`. A launcher has two places for the caller's text:
+
+- the global context file `~/.gemini/GEMINI.md`, which every process reads at
+  start and renders at the end of the system prompt (`<loaded_context>`, with a
+  "Contextual Instructions (GEMINI.md)" section in the body). The policies act
+  here: a launcher passing the text writes the file just before that process
+  starts, one not passing it removes it (a `sh -c` prefix in argv, so the launch
+  journal shows on which launches the text was given). Project files (GEMINI.md
+  in the working directory, or `--include-directories`) land in the first user
+  message's `<session_context>` instead, which is also rebuilt per process.
+- `GEMINI_SYSTEM_MD=FILE`, a per-process variable: the file REPLACES the whole
+  built-in prompt, identity line included, so passing the caller's text that
+  way changes the identity by construction; not used for the policies.
+
+`-p "/compress"` cannot express a compaction headless (0.61.0): the command
+starts the summary request without awaiting it, the process sends the literal
+"/compress" to the model as a turn and exits before the summary is applied; the
+next resume carries the full history. The `compact` step therefore fails as
+"cannot express"; compaction is driven by usage numbers instead
+(scenarios/gemini-cli/auto-compression-then-resume.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from harness.errors import InputError
+from harness.fakeapi.core import RequestRule
+from harness.targets.base import SessionIdSource, Target
+from harness.targets.claude_code import DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES
+from harness.tools import VERSION_RE, npm_package_dir
+
+__all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
+           "targets", "name_problem", "parse_spec"]
+
+NAME = "gemini-cli"
+PACKAGE = "@google/gemini-cli"
+# The newest release on 2026-11-30 (`npm view @google/gemini-cli versions`), run end to end against the fake API.
+PINNED_VERSION = "0.61.0"
+# A concrete model: with the default "auto" each turn first asks a flash-lite router (a side call) and retries
+# its JSON with backoff; a launcher pinning the model is also what inspect_swe's gemini_cli() does.
+MODEL = "gemini-2.5-pro"
+CONTEXT_FILE = ".gemini/GEMINI.md"
+
+# Everything that would leave the machine is off: Clearcut usage statistics (only this settings key turns it
+# off), telemetry, update checks, the IDE companion. Folder trust is given by --skip-trust.
+SETTINGS = {
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False, "logPrompts": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "ide": {"enabled": False},
+    "model": {"name": MODEL},
+}
+OFFLINE_ENV = {
+    "GEMINI_API_KEY": "{api_key}",
+    "GOOGLE_GEMINI_BASE_URL": "{base_url}",
+    "GEMINI_CLI_NO_RELAUNCH": "true",  # no child node process re-launched with other heap flags
+    "NO_COLOR": "1",
+}
+# Its own background requests (seen by running 0.61.0): the model router's complexity classifier, sent to a
+# flash-lite model before every turn when the model is "auto".
+SIDE_CALLS = (RequestRule(system=r"^\s*You are a specialized Task Routing AI"),)
+# Its history compression: a <state_snapshot> request, then a verification request, both under this prompt.
+COMPACTION_CALLS = (RequestRule(system=r"^\s*You are a specialized system component responsible for distilling chat history"),)
+CANNOT_COMPACT = ("headless -p /compress never awaits its summary, sends '/compress' as a turn and exits "
+                  "unapplied (0.61.0); compaction is driven by usage numbers instead (scenarios/gemini-cli)")
+
+
+def targets(spec: str) -> list[Target]:
+    """`gemini-cli`, `gemini-cli@0.61.0`, `gemini-cli@0.61.0+append-first-launch-only`, `gemini-cli+*`."""
+    version, policies = parse_spec(spec)
+    command = cli_command(version)
+    return [build(version, p, command) for p in policies]
+
+
+def name_problem(name: str) -> str | None:
+    """Why no gemini-cli target can carry this name (reports always name version and policy), or None."""
+    if "@" not in name or "+" not in name:
+        return f"target {name!r}: a gemini-cli target is always named gemini-cli@VERSION+POLICY (e.g. gemini-cli@{PINNED_VERSION}+{EVERY_LAUNCH})"
+    try:
+        parse_spec(name)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def parse_spec(spec: str) -> tuple[str, list[str]]:
+    """The version and the policies a spec names, defaults filled in; nothing is installed."""
+    rest, plus, policy = spec[len(NAME):].partition("+")
+    if not plus:
+        policy = DEFAULT_POLICY
+    version = PINNED_VERSION
+    if rest:
+        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
+            raise InputError(f"bad target {spec!r}: expected gemini-cli[@X.Y.Z][+POLICY] (e.g. gemini-cli@{PINNED_VERSION}+{EVERY_LAUNCH})")
+        version = rest[1:]
+    if policy == EVERY_POLICY:
+        return version, list(POLICIES)
+    if policy in POLICIES:
+        return version, [policy]
+    raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+
+
+def cli_command(version: str) -> tuple[str, ...]:
+    """node and the bundled CLI of one installed version (the package's `gemini` bin is that script)."""
+    script = npm_package_dir(NAME, PACKAGE, version) / "bundle" / "gemini.js"
+    if not script.is_file():
+        raise InputError(f"{NAME}@{version}: the install has no {script}; remove {script.parents[4]} to reinstall it")
+    node = shutil.which("node")
+    if node is None:
+        raise InputError(f"{NAME}@{version} runs under Node.js and node is not on PATH")
+    return (node, str(script))
+
+
+def context_file_argv(passes: bool) -> list[str]:
+    """The launcher's per-process choice: the caller's text in ~/.gemini/GEMINI.md at this process's start, or no file."""
+    path = "{home}/" + CONTEXT_FILE
+    if passes:
+        return ["sh", "-c", 'printf "%s\\n" "$1" > "$2" && shift 2 && exec "$@"', "sh", "{append}", path]
+    return ["sh", "-c", 'rm -f "$1" && shift && exec "$@"', "sh", path]
+
+
+def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
+    def turn(*middle: str, first: bool) -> tuple[str, ...]:
+        passes = policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first)
+        return (*context_file_argv(passes), *command, "--skip-trust", "-o", "json", *middle)
+
+    return Target(
+        name=f"{NAME}@{version}+{policy}",
+        commands={
+            "launch": turn("-p", "{prompt}", first=True),
+            # By the session id the launch printed in its JSON (`latest` would also do: one session per run).
+            "resume": turn("-p", "{prompt}", "--resume", "{session_id}", first=False),
+        },
+        cannot_express={"compact": CANNOT_COMPACT},
+        session_id=SessionIdSource("stdout_json", "session_id"),
+        identity_regex=r"(?m)^You are [^\n]*",
+        protocol="gemini",
+        timeout_s=120.0,
+        env=OFFLINE_ENV,
+        home_files={".gemini/settings.json": _escaped(json.dumps(SETTINGS, indent=2) + "\n")},
+        side_calls=SIDE_CALLS,
+        compaction_calls=COMPACTION_CALLS,
+        prompt_flags=(),
+        # A read-only tool, which -p runs without asking.
+        tool_call={"name": "list_directory", "input": {"dir_path": "."}},
+    )
+
+
+def _escaped(text: str) -> str:
+    """Literal braces survive the runner's placeholder filling."""
+    return text.replace("{", "{{").replace("}", "}}")
