@@ -15,7 +15,10 @@ from pathlib import Path
 from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
-from harness.tools import VERSION_RE, npm_package_dir
+from harness.targets.policy_family import (  # noqa: F401  (re-exported: tests and other families name them here)
+    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
+)
+from harness.tools import npm_package_dir
 
 NAME = "claude-code"
 PACKAGE = "@anthropic-ai/claude-code"
@@ -24,16 +27,7 @@ PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSION = "2.1.332"
 OLDER_VERSION = "2.1.236"
 
-FIRST_LAUNCH_ONLY = "append-first-launch-only"
-EVERY_LAUNCH = "append-every-launch"
-NEVER = "append-never"
-POLICIES = {
-    FIRST_LAUNCH_ONLY: "the caller's text on the session's first launch only (the first seed's bug)",
-    EVERY_LAUNCH: "the caller's text on every launch, resumes and /compact included (the seed's fix)",
-    NEVER: "never passes the caller's text",
-}
-DEFAULT_POLICY = EVERY_LAUNCH
-EVERY_POLICY = "*"
+# The policies every CLI family shares (harness/targets/policy_family.py), re-exported under their old home.
 
 # Everything the CLI would send anywhere but the fake API is switched off; the
 # proxy variables the workspace sets catch whatever is left.
@@ -62,35 +56,8 @@ def targets(spec: str) -> list[Target]:
     return [build(version, p, command) for p in policies]
 
 
-def name_problem(name: str) -> str | None:
-    """Why no claude-code target can carry this name (reports always name version and policy), or None."""
-    if "@" not in name or "+" not in name:
-        return f"target {name!r}: a claude-code target is always named claude-code@VERSION+POLICY (e.g. claude-code@{PINNED_VERSION}+{EVERY_LAUNCH})"
-    try:
-        parse_spec(name)
-    except InputError as exc:
-        return str(exc)
-    return None
-
-
-def parse_spec(spec: str) -> tuple[str, list[str]]:
-    """The version and the policies a spec names, defaults filled in; nothing is installed."""
-    rest = spec[len(NAME):]
-    version, policy = PINNED_VERSION, DEFAULT_POLICY
-    rest, plus, policy_part = rest.partition("+")
-    if plus:
-        policy = policy_part
-    if rest:
-        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
-            raise InputError(f"bad target {spec!r}: expected claude-code[@X.Y.Z][+POLICY] (e.g. claude-code@{PINNED_VERSION}+{EVERY_LAUNCH})")
-        version = rest[1:]
-    if policy == EVERY_POLICY:
-        policies = list(POLICIES)
-    elif policy in POLICIES:
-        policies = [policy]
-    else:
-        raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
-    return version, policies
+FAMILY = PolicyFamily(NAME, PINNED_VERSION)
+parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_command(version: str) -> tuple[str, ...]:
@@ -126,7 +93,7 @@ def _native_binary(scope_dir: Path) -> Path | None:
 def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
     def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
         argv = [*command, *middle, "--output-format", "json"]
-        if policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first):
+        if passes_text(policy, first):
             argv += ["--append-system-prompt", "{append}"]
         return tuple(argv)
 

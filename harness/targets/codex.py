@@ -26,8 +26,10 @@ import sys
 from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.claude_code import DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES
-from harness.tools import VERSION_RE, npm_package_dir
+from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
+    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
+)
+from harness.tools import npm_package_dir
 
 __all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
            "build", "name_problem", "parse_spec", "targets"]
@@ -80,32 +82,8 @@ def targets(spec: str) -> list[Target]:
     return [build(version, p, binary) for p in policies]
 
 
-def name_problem(name: str) -> str | None:
-    """Why no codex target can carry this name (reports always name version and policy), or None."""
-    if "@" not in name or "+" not in name:
-        return f"target {name!r}: a codex target is always named codex@VERSION+POLICY (e.g. codex@{PINNED_VERSION}+{EVERY_LAUNCH})"
-    try:
-        parse_spec(name)
-    except InputError as exc:
-        return str(exc)
-    return None
-
-
-def parse_spec(spec: str) -> tuple[str, list[str]]:
-    """The version and the policies a spec names, defaults filled in; nothing is installed."""
-    rest, plus, policy = spec[len(NAME):].partition("+")
-    version = PINNED_VERSION
-    if not plus:
-        policy = DEFAULT_POLICY
-    if rest:
-        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
-            raise InputError(f"bad target {spec!r}: expected codex[@X.Y.Z][+POLICY] (e.g. codex@{PINNED_VERSION}+{EVERY_LAUNCH})")
-        version = rest[1:]
-    if policy == EVERY_POLICY:
-        return version, list(POLICIES)
-    if policy in POLICIES:
-        return version, [policy]
-    raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+FAMILY = PolicyFamily(NAME, PINNED_VERSION)
+parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_binary(version: str) -> str:
@@ -127,7 +105,7 @@ def cli_binary(version: str) -> str:
 
 def build(version: str, policy: str, binary: str) -> Target:
     def append(first: bool) -> tuple[str, ...]:
-        return APPEND_OPTION if policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first) else ()
+        return APPEND_OPTION if passes_text(policy, first) else ()
 
     exec_ = (binary, "exec", "--skip-git-repo-check", "--json")
     return Target(

@@ -14,15 +14,10 @@ import shutil
 from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.claude_code import (  # noqa: F401  (re-exported: the same policy names on every CLI)
-    DEFAULT_POLICY,
-    EVERY_LAUNCH,
-    EVERY_POLICY,
-    FIRST_LAUNCH_ONLY,
-    NEVER,
-    POLICIES,
+from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
+    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import VERSION_RE, npm_package_dir
+from harness.tools import npm_package_dir
 
 NAME = "qwen-code"
 PACKAGE = "@qwen-code/qwen-code"
@@ -47,32 +42,8 @@ def targets(spec: str) -> list[Target]:
     return [build(version, p, command) for p in policies]
 
 
-def name_problem(name: str) -> str | None:
-    """Why no qwen-code target can carry this name (reports always name version and policy), or None."""
-    if "@" not in name or "+" not in name:
-        return f"target {name!r}: a qwen-code target is always named qwen-code@VERSION+POLICY (e.g. qwen-code@{PINNED_VERSION}+{EVERY_LAUNCH})"
-    try:
-        parse_spec(name)
-    except InputError as exc:
-        return str(exc)
-    return None
-
-
-def parse_spec(spec: str) -> tuple[str, list[str]]:
-    """The version and the policies a spec names, defaults filled in; nothing is installed."""
-    rest, plus, policy = spec[len(NAME):].partition("+")
-    version = PINNED_VERSION
-    if not plus:
-        policy = DEFAULT_POLICY
-    if rest:
-        if not rest.startswith("@") or not VERSION_RE.fullmatch(rest[1:]):
-            raise InputError(f"bad target {spec!r}: expected qwen-code[@X.Y.Z][+POLICY] (e.g. qwen-code@{PINNED_VERSION}+{EVERY_LAUNCH})")
-        version = rest[1:]
-    if policy == EVERY_POLICY:
-        return version, list(POLICIES)
-    if policy in POLICIES:
-        return version, [policy]
-    raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+FAMILY = PolicyFamily(NAME, PINNED_VERSION)
+parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_command(version: str) -> tuple[str, ...]:
@@ -90,7 +61,7 @@ def cli_command(version: str) -> tuple[str, ...]:
 def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
     def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
         argv = [*command, "--auth-type", "openai", "--output-format", "json", *middle]
-        if policy == EVERY_LAUNCH or (policy == FIRST_LAUNCH_ONLY and first):
+        if passes_text(policy, first):
             argv += ["--append-system-prompt", "{append}"]
         return tuple(argv)
 
