@@ -322,6 +322,7 @@ def _install(args: argparse.Namespace) -> int:
         *(f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)),
         *(f"code-puppy@{v}" for v in (code_puppy.PINNED_VERSION, code_puppy.OLDER_VERSION)),
         f"inspect-swe@{inspect_swe.MEASURED_VERSION}",
+        *(f"{family.NAME}@{family.PINNED_VERSION}" for family in _agent_clis()),
     ]
     for spec in specs:
         for target in resolve_target(spec):
@@ -359,5 +360,15 @@ def _targets() -> int:
         print(f"  +{variant:<30} {text}{default}")
     print("  +*                              one target per pin setting")
     print("  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it")
+    for family in _agent_clis():
+        print(f"{family.NAME}[@VERSION][+POLICY]  {family.__doc__.split(' as a target')[0]}, installed on first use "
+              f"(pinned: {family.PINNED_VERSION}; policies as claude-code's)")
     print("PATH.yaml                 a target file describing any agent (see README)")
     return EXIT_OK
+
+
+def _agent_clis() -> list:
+    """The agent CLIs judged side by side with Claude Code under the same launch policies (issue 10)."""
+    import importlib
+
+    return [importlib.import_module(f"harness.targets.{m}") for m in ("codex", "gemini_cli", "qwen_code")]
