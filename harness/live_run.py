@@ -20,6 +20,7 @@ from harness import netns, workdir
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.exchange import Exchange, redact_text
 from harness.fakeapi.journal import Journal
+from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
 from harness.fakeapi.server import FakeAPIServer
 from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
 from harness.process import run_process, tail
@@ -178,6 +179,10 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
     record_requests(result, exchanges, script)
+    if script is not None and script.looped:  # before the exit code: the refusals past the cap are what ended it
+        result.error = (f"the agent looped: {script.requests} model requests in this step, more than the "
+                        f"{MAX_REQUESTS_PER_STEP} a step may send; the fake API refused those past the cap")
+        return result
     result.error = _step_error(outcome, result, step, target, exchanges)
     if result.error:
         return result

@@ -54,3 +54,4 @@ def test_a_scenario_the_target_cannot_express_is_not_run_and_says_why(tmp_path):
 def test_the_same_target_runs_what_it_can_express(tmp_path):
     result = run_scenario(parse_scenario(TWO_TURNS, "two-turns.yaml"), headless_reference(), tmp_path / "j.jsonl")
     assert result.status == PASS and len(result.steps) == 2
+

@@ -310,3 +310,37 @@ def test_isolation_environment_home_workdir_placeholders_processes_journal(run, 
         assert all(e.headers["x-api-key"] == "[redacted]" for e in journal)
     # and a fresh HOME for every run
     assert dumps_of(first)[0]["env"]["HOME"] != dumps_of(second)[0]["env"]["HOME"]
+
+
+# A CLI that never stops asking (opencode's compaction-continuation loop): every reply, another request.
+# (No braces: the runner fills {placeholders} in a command.)
+LOOPING_AGENT = r"""
+import json, sys, urllib.error, urllib.request
+base = sys.argv[1]
+body = json.dumps(dict(model="m", max_tokens=5, messages=[dict(role="user", content="again")])).encode()
+while True:
+    request = urllib.request.Request(base + "/v1/messages", data=body, headers=dict([("content-type", "application/json")]))
+    try:
+        urllib.request.urlopen(request).read()
+    except urllib.error.HTTPError as refused:
+        sys.exit("refused with %d" % refused.code)
+"""
+
+
+def test_an_agent_that_loops_is_stopped_at_the_cap_and_reported_with_the_count(tmp_path):
+    from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
+    from harness.runner import run_scenario
+    from harness.targets.base import SessionIdSource
+
+    looping = Target(name="looping", commands={"launch": (sys.executable, "-c", LOOPING_AGENT, "{base_url}")},
+                     session_id=SessionIdSource("stdout_regex", "never"))
+    journal = tmp_path / "journal.jsonl"
+    scenario = parse_scenario('name: looping\nsteps:\n  - launch: {prompt: "go", reply: "ok"}\nchecks: [identity_stable]\n', "looping.yaml")
+    result = run_scenario(scenario, looping, journal)
+    assert result.status == ERROR
+    assert result.error == (f"step 1 (launch): the agent looped: {MAX_REQUESTS_PER_STEP + 1} model requests in this "
+                            f"step, more than the {MAX_REQUESTS_PER_STEP} a step may send; the fake API refused those "
+                            f"past the cap")
+    exchanges = read_journal(journal)
+    assert len(exchanges) == MAX_REQUESTS_PER_STEP + 1
+    assert [e.status for e in exchanges[-2:]] == [200, 400] and "request cap" in exchanges[-1].notes[0]

@@ -192,7 +192,11 @@ class FakeModelAPI:
         return MAIN
 
     def _choose_turn(self, exchange: Exchange, normalized: dict[str, Any], active: _ActiveStep | None) -> Turn:
-        """Scripted turn for a main request, summary for a compaction, default otherwise (flagged)."""
+        """Scripted turn for a main request, summary for a compaction, default otherwise (flagged); an error past the step's cap."""
+        over_cap = active.script.count_request() if active else None
+        if over_cap is not None:
+            exchange.notes.append("refused: the step's request cap was reached")
+            return Turn(blocks=(), error=over_cap)
         if exchange.klass == COMPACTION:
             summary = (active.step.summary if active else None) or conversation.default_summary(normalized)
             if active is None:

@@ -9,16 +9,35 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from harness.scenario import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario import ApiError, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 
 DEFAULT_REPLY = "OK."
 SIDE_REPLY = "OK."
+
+
+# More model requests than this in one step is an agent looping (opencode 1.18.33 alternates compaction and
+# continuation without end when every reply reports a full window: 565 requests in 42 s). The fake API refuses
+# the rest with an error and the runner reports the step as a loop, with the count.
+MAX_REQUESTS_PER_STEP = 100
 
 
 class StepScript:
     def __init__(self, step: Step):
         self.step = step
         self._turns: deque[Turn] = deque(step.turns)
+        self.requests = 0  # model requests answered (or refused) in this step
+
+    def count_request(self) -> ApiError | None:
+        """Counts one model request; past the cap, the error to answer it with."""
+        self.requests += 1
+        if self.requests <= MAX_REQUESTS_PER_STEP:
+            return None
+        return ApiError(400, "invalid_request_error",
+                        f"harness: more than {MAX_REQUESTS_PER_STEP} model requests in one step; the agent is looping")
+
+    @property
+    def looped(self) -> bool:
+        return self.requests > MAX_REQUESTS_PER_STEP
 
     def take_turn(self) -> Turn | None:
         if self.step.error is not None:  # the step fails however often the agent tries
