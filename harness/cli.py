@@ -371,4 +371,4 @@ def _agent_clis() -> list:
     """The agent CLIs judged side by side with Claude Code under the same launch policies (issue 10)."""
     import importlib
 
-    return [importlib.import_module(f"harness.targets.{m}") for m in ("codex", "gemini_cli", "qwen_code")]
+    return [importlib.import_module(f"harness.targets.{m}") for m in ("codex", "gemini_cli", "qwen_code", "opencode")]

@@ -10,7 +10,7 @@ from harness.targets.base import Target
 
 # Built-in target families: the spec prefix that names one, and its module (imported only when named).
 _FAMILIES = {"claude-code": "claude_code", "code-puppy": "code_puppy", "inspect-swe": "inspect_swe",
-             "codex": "codex", "gemini-cli": "gemini_cli", "qwen-code": "qwen_code"}
+             "codex": "codex", "gemini-cli": "gemini_cli", "qwen-code": "qwen_code", "opencode": "opencode"}
 _PYDANTIC_AI = "pydantic-ai:"
 
 
@@ -45,7 +45,7 @@ def resolve_target(spec: str) -> list[Target]:
         "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
         "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', "
         "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]', "
-        "'codex|gemini-cli|qwen-code[@VERSION][+POLICY]' or the path of a target file "
+        "'codex|gemini-cli|qwen-code|opencode[@VERSION][+POLICY]' or the path of a target file "
         "(*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
     )
 
