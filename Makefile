@@ -57,7 +57,9 @@ $(STAMP): pyproject.toml
 # instead of compacting); the code-puppy suite against both code-puppy releases
 # (every format and memory setting on the pinned one) and the pydantic-ai example;
 # the inspect-swe suite on the measured release with both Claude Code builds, pin on
-# and off, and the fix commit (auto-compaction with the pinned build only, as above).
+# and off, and the fix commit (auto-compaction with the pinned build only, as above); the common set
+# (launch, retry, compaction, resume) on Codex, Gemini CLI, Qwen Code, opencode and Claude Code under every
+# launch policy, and Gemini CLI's compaction by usage numbers.
 # Exit 0 when every verdict matches the scenarios' expectations. Every run happens
 # even after a failed one; one report folder each.
 run: tools
@@ -76,6 +78,9 @@ run: tools
 	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_OLDER)$(FIX_TARGET)' || status=$$?; \
 	$(BIN)/harness run scenarios/inspect-swe-auto-compaction --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)+*' \
 	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)$(FIX_TARGET)' || status=$$?; \
+	$(BIN)/harness run scenarios/common -n 2 --target 'codex+*' --target 'gemini-cli+*' --target 'qwen-code+*' \
+	  --target 'opencode+*' --target 'claude-code+*' || status=$$?; \
+	$(BIN)/harness run scenarios/gemini-cli --target 'gemini-cli+*' || status=$$?; \
 	exit $$status
 
 test: tools browser
