@@ -30,6 +30,14 @@ VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?")
 _INSTALL_TIMEOUT_S = 900
 
 
+def node_platform() -> tuple[str, str]:
+    """(os, cpu) as npm names them in platform packages (`linux`, `x64`): where the CLIs keep their native builds."""
+    import platform
+
+    machine = platform.machine().lower()
+    return platform.system().lower(), {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(machine, machine)
+
+
 def tools_root() -> Path:
     """$HARNESS_TOOLS_DIR, else .tools/ in the source checkout, else the user's cache folder."""
     if os.environ.get(ENV_VAR):

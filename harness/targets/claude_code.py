@@ -18,7 +18,7 @@ from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: tests and other families name them here)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import npm_package_dir
+from harness.tools import node_platform, npm_package_dir
 
 NAME = "claude-code"
 PACKAGE = "@anthropic-ai/claude-code"
@@ -79,8 +79,7 @@ def cli_command(version: str) -> tuple[str, ...]:
 
 
 def _native_binary(scope_dir: Path) -> Path | None:
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), platform.machine())
-    system = platform.system().lower()
+    system, machine = node_platform()
     musl = system == "linux" and not platform.libc_ver()[0]
     names = [f"claude-code-{system}-{machine}" + ("-musl" if musl else ""), f"claude-code-{system}-{machine}"]
     for name in names:

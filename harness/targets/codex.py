@@ -29,7 +29,7 @@ from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import npm_package_dir
+from harness.tools import node_platform, npm_package_dir
 
 __all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
            "build", "name_problem", "parse_spec", "targets"]
@@ -89,8 +89,7 @@ parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 def cli_binary(version: str) -> str:
     """The native binary of the platform package npm installed beside @openai/codex (its codex.js only execs it)."""
     package_dir = npm_package_dir(NAME, PACKAGE, version)
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), "")
-    system = platform.system().lower()
+    system, machine = node_platform()
     triple = {("linux", "x64"): "x86_64-unknown-linux-musl", ("linux", "arm64"): "aarch64-unknown-linux-musl",
               ("darwin", "x64"): "x86_64-apple-darwin", ("darwin", "arm64"): "aarch64-apple-darwin"}.get((system, machine))
     if triple is None:

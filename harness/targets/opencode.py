@@ -38,7 +38,7 @@ from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import npm_package_dir
+from harness.tools import node_platform, npm_package_dir
 
 NAME = "opencode"
 PACKAGE = "opencode-ai"
@@ -81,8 +81,7 @@ parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 def cli_binary(version: str) -> str:
     """The platform package's binary: opencode-ai's own bin is a stub its (skipped) install script replaces."""
     package_dir = npm_package_dir(NAME, PACKAGE, version)
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(), "")
-    system = platform.system().lower()
+    system, machine = node_platform()
     musl = system == "linux" and not platform.libc_ver()[0]
     base = f"{NAME}-{system}-{machine}"
     # Without AVX2 the default x64 build dies on an illegal instruction: take the baseline build.
