@@ -59,7 +59,7 @@ $(STAMP): pyproject.toml
 # the inspect-swe suite on the measured release with both Claude Code builds, pin on
 # and off, and the fix commit (auto-compaction with the pinned build only, as above); the common set
 # (launch, retry, compaction, resume) on Codex, Gemini CLI, Qwen Code, opencode and Claude Code under every
-# launch policy, and Gemini CLI's compaction by usage numbers.
+# launch policy, and Gemini CLI's and Codex's compaction by usage numbers.
 # Exit 0 when every verdict matches the scenarios' expectations. Every run happens
 # even after a failed one; one report folder each.
 run: tools
@@ -81,6 +81,7 @@ run: tools
 	$(BIN)/harness run scenarios/common -n 2 --target 'codex+*' --target 'gemini-cli+*' --target 'qwen-code+*' \
 	  --target 'opencode+*' --target 'claude-code+*' || status=$$?; \
 	$(BIN)/harness run scenarios/gemini-cli --target 'gemini-cli+*' || status=$$?; \
+	$(BIN)/harness run scenarios/codex --target 'codex+*' || status=$$?; \
 	exit $$status
 
 test: tools browser
