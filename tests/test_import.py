@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,18 +81,28 @@ def verdicts(result: RunResult) -> dict[str, str]:
 
 
 class Incident:
-    """A scenario run with its workspace kept: the verdicts, and the artefacts the run left."""
+    """A scenario run with its workspace kept: the verdicts, and the artefacts the run left.
+
+    The kept workspace is moved into `folder` (a pytest temporary folder), so it goes when the test's files do.
+    """
 
     def __init__(self, text: str, target_name: str, folder: Path):
         scenario = parse_scenario(text, folder / "incident.yaml")
         self.journal = folder / "journal.jsonl"
         self.result = run_scenario(scenario, target(target_name), self.journal, keep_workspace=True)
-        self.workspace = Path(self.result.workspace)
+        self.workspace = kept(self.result, folder)
 
     @property
     def transcript(self) -> Path:
         (found,) = (self.workspace / "home" / ".claude" / "projects").glob("*/*.jsonl")
         return found
+
+
+def kept(result: RunResult, folder: Path) -> Path:
+    """A run's kept workspace, moved out of the system temporary folder into the test's own."""
+    moved = folder / "workspace"
+    shutil.move(result.workspace, moved)
+    return moved
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +205,7 @@ def test_an_inspect_eval_log_imports_with_its_retry_and_the_caller_s_text(tmp_pa
     library = Path(__file__).resolve().parent.parent / "scenarios" / "inspect-swe" / "isw-wrong-answer-compact-resume.yaml"
     name = f"inspect-swe@0.2.72+claude-code@{PINNED}+pin"
     result = run_scenario(load_scenario(library), target(name), tmp_path / "journal.jsonl", keep_workspace=True)
-    (log,) = (Path(result.workspace) / "inspect" / "logs").glob("*.json")
+    (log,) = (kept(result, tmp_path) / "inspect" / "logs").glob("*.json")
     assert detect_format(log) == "inspect-log"
 
     scenario = load_scenario(imported(log, tmp_path / "from-inspect.yaml"))
