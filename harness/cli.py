@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import InputError
+from harness.process import request_stop
 
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
@@ -91,14 +92,16 @@ def _workers(value: str) -> int:
     return int(value)
 
 
-def _stop_on_sigterm(signum, frame) -> None:
-    raise KeyboardInterrupt  # a CI job cancelled: the same orderly stop as Ctrl-C
+def _stop_on_signal(signum, frame) -> None:
+    request_stop()  # remembered too: a raise that lands inside a gc callback is dropped by Python
+    raise KeyboardInterrupt  # Ctrl-C, or a CI job cancelled: the same orderly stop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("run", "diff", "explore", "minimize"):
-        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, _stop_on_signal)
     try:
         if args.command == "run":
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))

@@ -23,7 +23,7 @@ from harness.fakeapi.journal import Journal
 from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
 from harness.fakeapi.server import FakeAPIServer
 from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
-from harness.process import run_process, tail
+from harness.process import check_stop, run_process, tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
 from harness.step_requests import exit_problem, record_requests
@@ -109,6 +109,7 @@ class LiveRun:
 
 
 def _run_step(run: LiveRun, step: Step) -> StepResult:
+    check_stop()  # a stop whose KeyboardInterrupt was lost (see harness/process.py) ends the run here
     target, workspace, api = run.target, run.workspace, run.api
     result = StepResult(index=step.index, kind=step.kind)
     template = target.command_for(step.kind)

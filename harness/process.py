@@ -20,6 +20,21 @@ from typing import Callable, Mapping, Sequence
 from harness.terminal import strip_escapes
 
 GRACE_S = 2.0
+# Set by the harness's own SIGINT/SIGTERM handler (harness/cli.py). The handler also raises KeyboardInterrupt,
+# but Python drops an exception raised while a garbage-collector callback or a __del__ runs (Hypothesis times
+# its gc with one), so a stop could be lost and the run go on: every wait for a step looks here as well.
+_stop_requested = False
+
+
+def request_stop() -> None:
+    global _stop_requested
+    _stop_requested = True
+
+
+def check_stop() -> None:
+    """Raises KeyboardInterrupt once a stop was asked for, however the handler's own raise fared."""
+    if _stop_requested:
+        raise KeyboardInterrupt
 _SIGNAL_CHECK_MS = 50  # how long a wait for a step's exit goes without running signal handlers
 
 
@@ -100,6 +115,7 @@ def wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> int:
         poller.register(pidfd, select.POLLIN)
         deadline = time.monotonic() + timeout_s
         while not poller.poll(max(0, min(_SIGNAL_CHECK_MS, math.ceil((deadline - time.monotonic()) * 1000)))):
+            check_stop()
             if time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(proc.args, timeout_s)
     finally:

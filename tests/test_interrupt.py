@@ -190,3 +190,25 @@ def test_a_stopped_parallel_run_stops_every_worker_in_order(tmp_path, stop):
     assert not [pid for pid in workers if alive(pid)], "a worker outlived the harness"
     assert not [pid for pid in agents if alive(pid)], "an interrupted step's process group outlived the harness"
     assert not processes_in_group(proc.pid), "something of the harness's process group is still running"
+
+
+def test_a_stop_whose_interrupt_was_lost_still_ends_the_wait_for_a_step(monkeypatch):
+    """Python drops a KeyboardInterrupt raised inside a gc callback (Hypothesis times its gc with one): an
+    exploration stopped by SIGTERM at that moment went on. The handler also records the stop, and every wait
+    for a step looks at it."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from harness import process
+
+    monkeypatch.setattr(process, "_stop_requested", False)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        process.request_stop()  # as the handler does, its own raise lost
+        with pytest.raises(KeyboardInterrupt):
+            process.wait_for_exit(proc, 60)
+    finally:
+        proc.kill()
+        proc.wait()
