@@ -268,7 +268,7 @@ class FakeModelAPI:
 
     def _openai(self, request: HTTPRequest, path: str, query: str, protocol) -> HTTPResponse:
         try:
-            normalized = protocol.parse_request(request.body, path) if protocol is gemini else protocol.parse_request(request.body)
+            normalized = protocol.parse_request(request.body, path)
         except anthropic.BadRequest as exc:
             return self._refuse(request, query, path, exc, protocol)
         with self._lock:

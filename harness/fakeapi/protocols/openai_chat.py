@@ -112,8 +112,11 @@ def parse_arguments(arguments: Any) -> Any:
         return arguments
 
 
-def parse_request(body: bytes) -> dict[str, Any]:
-    """Validate a POST /v1/chat/completions body and return its normalized view."""
+def parse_request(body: bytes, path: str = "") -> dict[str, Any]:
+    """Validate a POST /v1/chat/completions body and return its normalized view.
+
+    `path` is unused: every format takes it, since Gemini names the model and streaming in the path.
+    """
     payload = json_object(body)
     model = require_model(payload)
     if "messages" not in payload:

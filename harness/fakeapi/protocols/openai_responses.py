@@ -49,8 +49,11 @@ __all__ = ["NAME", "BadRequest", "build_reply", "error_body", "parse_request", "
 # --------------------------------------------------------------------------- requests
 
 
-def parse_request(body: bytes) -> dict[str, Any]:
-    """Validate a POST /v1/responses body and return its normalized view."""
+def parse_request(body: bytes, path: str = "") -> dict[str, Any]:
+    """Validate a POST /v1/responses body and return its normalized view.
+
+    `path` is unused: every format takes it, since Gemini names the model and streaming in the path.
+    """
     payload = json_object(body)
     model = require_model(payload)
     if payload.get("previous_response_id") is not None:
