@@ -38,6 +38,18 @@ def node_platform() -> tuple[str, str]:
     return platform.system().lower(), {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(machine, machine)
 
 
+def node_script(tool: str, package: str, version: str, relative: str) -> tuple[str, str]:
+    """node and a script of one installed npm version, for CLIs shipped as JavaScript (installing it on first use)."""
+    package_dir = npm_package_dir(tool, package, version)
+    script = package_dir / relative
+    if not script.is_file():
+        raise InputError(f"{tool}@{version}: the install has no {script}; remove {tools_root() / tool / version} to reinstall it")
+    node = shutil.which("node")
+    if node is None:
+        raise InputError(f"{tool}@{version} runs under Node.js and node is not on PATH")
+    return node, str(script)
+
+
 def tools_root() -> Path:
     """$HARNESS_TOOLS_DIR, else .tools/ in the source checkout, else the user's cache folder."""
     if os.environ.get(ENV_VAR):

@@ -26,15 +26,13 @@ next resume carries the full history. The `compact` step therefore fails as
 from __future__ import annotations
 
 import json
-import shutil
 
-from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import npm_package_dir
+from harness.tools import node_script
 
 __all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
            "targets", "name_problem", "parse_spec"]
@@ -86,13 +84,7 @@ parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 def cli_command(version: str) -> tuple[str, ...]:
     """node and the bundled CLI of one installed version (the package's `gemini` bin is that script)."""
-    script = npm_package_dir(NAME, PACKAGE, version) / "bundle" / "gemini.js"
-    if not script.is_file():
-        raise InputError(f"{NAME}@{version}: the install has no {script}; remove {script.parents[4]} to reinstall it")
-    node = shutil.which("node")
-    if node is None:
-        raise InputError(f"{NAME}@{version} runs under Node.js and node is not on PATH")
-    return (node, str(script))
+    return node_script(NAME, PACKAGE, version, "bundle/gemini.js")
 
 
 def context_file_argv(passes: bool) -> list[str]:

@@ -9,15 +9,13 @@ first launch only loses it on every resume: the launch policies are claude-code'
 from __future__ import annotations
 
 import json
-import shutil
 
-from harness.errors import InputError
 from harness.fakeapi.core import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import npm_package_dir
+from harness.tools import node_script
 
 NAME = "qwen-code"
 PACKAGE = "@qwen-code/qwen-code"
@@ -48,14 +46,7 @@ parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 def cli_command(version: str) -> tuple[str, ...]:
     """node on cli.js itself: the `qwen` bin (cli-entry.js) would relaunch it, or run a self-updated copy from HOME."""
-    package_dir = npm_package_dir(NAME, PACKAGE, version)
-    script = package_dir / "cli.js"
-    if not script.is_file():
-        raise InputError(f"{NAME}@{version}: {script} is missing; remove {package_dir.parent.parent.parent} to reinstall it")
-    node = shutil.which("node")
-    if node is None:
-        raise InputError(f"{NAME}@{version} runs on Node.js and node is not on PATH")
-    return (node, str(script))
+    return node_script(NAME, PACKAGE, version, "cli.js")
 
 
 def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
