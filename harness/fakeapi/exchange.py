@@ -23,6 +23,9 @@ COMPACTION = "compaction"
 SIDE = "side"
 MALFORMED = "malformed"
 OUTBOUND = "outbound"  # an attempt to reach another host, caught because the proxy variables point here
+# Sent by a process outside the running step's process tree (another local program POSTing to this port):
+# journaled for the record, never judged as the agent's.
+FOREIGN = "foreign"
 
 REDACTED = "[redacted]"
 _SECRET_HEADERS = {
