@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
+from harness import lifetime
 from harness import netns_launcher as launcher
 
 if TYPE_CHECKING:
@@ -151,14 +152,16 @@ def isolated_step(argv: Sequence[str], server: "FakeAPIServer",
     that the step sees there instead, in a mount namespace of its own.
     """
     binds = _binds(private_dirs)
+    unbound = lifetime.binding_notes()  # whichever way the step runs, its processes die with the harness, or it says why not
     if switched_off():
         off = f"network isolation off ({SWITCH}={os.environ[SWITCH]})"
-        yield StepIsolation(list(argv), notes=[f"{off}: {PROXY_ONLY}", *_not_private(binds, off)])
+        yield StepIsolation(list(argv), notes=[f"{off}: {PROXY_ONLY}", *_not_private(binds, off), *unbound])
         return
     can = availability()
     if not can.available:
         yield StepIsolation(list(argv), notes=[f"network namespaces unavailable here: {can.reason}; {PROXY_ONLY}",
-                                               *_not_private(binds, f"namespaces unavailable here: {can.reason}")])
+                                               *_not_private(binds, f"namespaces unavailable here: {can.reason}"),
+                                               *unbound])
         return
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     handover = _Handover(ours, theirs, server, binds)
@@ -166,7 +169,7 @@ def isolated_step(argv: Sequence[str], server: "FakeAPIServer",
         [*LAUNCHER, "--port", str(server.port), "--channel", str(theirs.fileno()),
          "--timeout", f"{HANDSHAKE_TIMEOUT_S:g}", *(arg for t, s in binds for arg in ("--bind", f"{t}={s}")),
          "--", *argv],
-        pass_fds=(theirs.fileno(),), isolated=True,
+        pass_fds=(theirs.fileno(),), isolated=True, notes=list(unbound),
     )
     handover.start()
     try:

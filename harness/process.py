@@ -2,7 +2,9 @@
 
 A hung agent is killed with its whole group (children included), and anything
 an agent leaves running after it exits is killed too, so no step can leak into
-the next or outlive the run.
+the next or outlive the run. The process is started by this harness process's
+step warden (harness/lifetime.py), so that none of it outlives a harness that
+was killed before it could clean up; where there is no warden, by the harness.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import select
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from harness import lifetime
 from harness.terminal import strip_escapes
 
 GRACE_S = 2.0
@@ -46,6 +49,7 @@ class ProcessOutcome:
     timed_out: bool = False
     leftovers_killed: bool = False
     launch_error: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the step's notes should say about how it ran
 
 
 def run_process(
@@ -62,27 +66,29 @@ def run_process(
     started = time.monotonic()
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         try:
-            proc = subprocess.Popen(
-                list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, pass_fds=tuple(pass_fds),
-            )
-        except OSError as exc:
+            proc = _start(argv, env, cwd, out.fileno(), err.fileno(), pass_fds)
+        except (OSError, lifetime.SpawnFailed, lifetime.WardenLost) as exc:
             return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")
         on_start(proc.pid)
         timed_out = False
         try:
-            wait_for_exit(proc, timeout_s)
-        except KeyboardInterrupt:  # the harness is being stopped: the step's whole group goes first
-            _kill_group(proc.pid, signal.SIGKILL)
-            raise
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid, signal.SIGTERM)
             try:
-                wait_for_exit(proc, GRACE_S)
-            except subprocess.TimeoutExpired:
+                wait_for_exit(proc, timeout_s)
+            except KeyboardInterrupt:  # the harness is being stopped: the step's whole group goes first
                 _kill_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+                raise
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc.pid, signal.SIGTERM)
+                try:
+                    wait_for_exit(proc, GRACE_S)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        except lifetime.WardenLost as exc:
+            _kill_group(proc.pid, signal.SIGKILL)
+            return ProcessOutcome(None, time.monotonic() - started, proc.pid,
+                                  launch_error=f"{exc}; the step's process group was killed")
         duration = time.monotonic() - started
         leftovers = _group_alive(proc.pid)
         if leftovers:
@@ -92,8 +98,30 @@ def run_process(
         duration_s=duration,
         pid=proc.pid,
         timed_out=timed_out,
-        leftovers_killed=leftovers,
+        leftovers_killed=leftovers or getattr(proc, "orphans", 0) > 0,
+        notes=_signal_notes(proc),
     )
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
+           pass_fds: Sequence[int]) -> "subprocess.Popen | lifetime.StepProcess":
+    """By the warden (harness/lifetime.py); by this process where there is none (the step's notes say so)."""
+    proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds)
+    if proc is not None:
+        return proc
+    return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            start_new_session=True, pass_fds=tuple(pass_fds))
+
+
+def _signal_notes(proc) -> list[str]:
+    """Stop signals sent to the warden (a step's parent) while the step ran: ignored, and said."""
+    notes = []
+    for sent in getattr(proc, "signals", []):
+        name = signal.Signals(sent["signal"]).name
+        who = f"the step's own process {sent['sender']}" if sent.get("in_step") else f"pid {sent['sender']}"
+        notes.append(f"{name} from {who} reached the harness's step warden (pid {proc.warden_pid}, the step's "
+                     "parent) and was ignored: a step cannot stop the harness through its parent")
+    return notes
 
 
 def wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> int:
@@ -106,6 +134,8 @@ def wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> int:
     (the fake API's) does not interrupt this one's poll, and its Python handler, which raises here,
     runs only when this thread runs Python again.
     """
+    if isinstance(proc, lifetime.StepProcess):  # started by the warden, which says when it has ended
+        return _wait_for_word(proc, timeout_s)
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd here, or the process was reaped already
@@ -121,6 +151,18 @@ def wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> int:
     finally:
         os.close(pidfd)
     return proc.wait()
+
+
+def _wait_for_word(proc: "lifetime.StepProcess", timeout_s: float) -> int:
+    poller = select.poll()
+    poller.register(proc.exit_fd(), select.POLLIN)
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        if time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        poller.poll(max(0, min(_SIGNAL_CHECK_MS, math.ceil((deadline - time.monotonic()) * 1000))))
+        check_stop()
+    return proc.returncode
 
 
 def _kill_group(pgid: int, sig: int) -> None:
