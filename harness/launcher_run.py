@@ -35,7 +35,7 @@ from harness.launches import Launch, LaunchJournal
 from harness.process import run_process, tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
-from harness.step_requests import exit_problem, record_requests
+from harness.step_requests import exit_problem, record_requests, turn_problem
 from harness.workspace import Workspace, step_environment
 
 STARTUP_ALLOWANCE_S = 120.0  # the launcher's own start and teardown, on top of the steps' timeouts
@@ -198,7 +198,7 @@ def _step_result(step, launches: list[Launch], journal: Journal, script: StepScr
     if launch.exit_code is None:
         result.error = "the launch never reported its end (killed together with its launcher?)"
     else:
-        result.error = exit_problem(result, step, exchanges)
+        result.error = exit_problem(result, step, exchanges) or turn_problem(result, step, exchanges, script)
     return result
 
 

@@ -26,7 +26,7 @@ from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
 from harness.process import check_stop, run_process, tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
-from harness.step_requests import exit_problem, record_requests
+from harness.step_requests import exit_problem, record_requests, turn_problem
 from harness.targets.base import MissingValue, Target, render
 from harness.terminal import strip_escapes
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
@@ -184,13 +184,16 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         result.error = (f"the agent looped: {script.requests} model requests in this step, more than the "
                         f"{MAX_REQUESTS_PER_STEP} a step may send; the fake API refused those past the cap")
         return result
-    result.error = _step_error(outcome, result, step, target, exchanges)
+    result.error = _step_error(outcome, result, step, target, exchanges) or turn_problem(result, step, exchanges, script)
     if result.error:
         return result
     new_id = target.session_id.read(stdout, exchanges)
-    if new_id is None and step.kind == "launch":
+    if new_id is None and target.prints_session_id(step.kind) and not (result.exit_code and step.scripts_an_error):
+        # Every step is held to the target's output contract: a launcher reads this output after each process,
+        # and a resume printing garbage instead of it would break that launcher however right its requests were.
         result.error = (
-            f"could not read the session id ({target.session_id.describe()}) from the launch; "
+            f"could not read the session id ({target.session_id.describe()}) from this {step.kind} step's output, "
+            f"which the target's contract requires of every step{target.session_id_exemptions()}; "
             f"stdout ends with: {redact_text(tail(stdout_path, 300))!r}"
         )
         return result

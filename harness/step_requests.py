@@ -9,10 +9,10 @@ from __future__ import annotations
 import signal
 from typing import Sequence
 
-from harness.fakeapi.exchange import OUTBOUND, Exchange
+from harness.fakeapi.exchange import COMPACTION, MAIN, OUTBOUND, Exchange
 from harness.fakeapi.script import StepScript
 from harness.results import StepResult
-from harness.scenario import Step
+from harness.scenario import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn
 
 
 def record_requests(result: StepResult, exchanges: Sequence[Exchange], script: StepScript | None) -> None:
@@ -29,8 +29,6 @@ def record_requests(result: StepResult, exchanges: Sequence[Exchange], script: S
         result.notes.append(f"{len(outbound)} attempt(s) to reach another host refused: {', '.join(hosts)}")
     if result.unforeseen:
         result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
-    if result.unused_turns:
-        result.notes.append(f"{result.unused_turns} scripted reply(ies) were never requested")
 
 
 def failed_as_scripted(step: Step, exchanges: Sequence[Exchange]) -> bool:
@@ -60,3 +58,47 @@ def signal_name(number: int) -> str:
         return f"signal {number} ({signal.Signals(number).name})"
     except ValueError:
         return f"signal {number}"
+
+
+def turn_problem(result: StepResult, step: Step, exchanges: Sequence[Exchange], script: StepScript | None) -> str | None:
+    """Whether the step did what it is there for: asked for its turn (or its compaction) and for every scripted reply.
+
+    A step that exits 0 having sent only a model listing, a token count or a side call was never judged: its
+    requests are not the turn the checks read, so passing it would be a green that judged nothing. The same
+    for a scripted reply left over at the end of the step: the scenario's next turn was never taken. Replies
+    left after a scripted error the agent gave up on (a non-zero exit the scenario foresees) are only noted:
+    an agent that retries in-process takes them, one that exits leaves them to the launcher's retry step.
+    """
+    wanted = (MAIN, COMPACTION) if step.kind == "compact" else (MAIN,)
+    if not any(e.klass in wanted for e in exchanges):
+        what = "a compaction (or model) request" if step.kind == "compact" else "a model request for its turn"
+        sent = ", ".join(f"{e.method} {e.path} ({e.klass})" for e in exchanges[:4]) + ("…" if len(exchanges) > 4 else "")
+        return f"the agent never sent {what}: its {len(exchanges)} request(s) were {sent}"
+    unused = script.unused if script is not None else ()
+    if not unused:
+        return None
+    first = len(step.turns) - len(unused) + 1
+    listed = "; ".join(f"reply {first + i} of {len(step.turns)}: {brief_turn(turn)}" for i, turn in enumerate(unused[:3]))
+    more = f" (and {len(unused) - 3} more)" if len(unused) > 3 else ""
+    if result.exit_code not in (0, None) and failed_as_scripted(step, exchanges):
+        result.notes.append(f"the agent gave up after the scripted API error; {len(unused)} scripted reply(ies) after it "
+                            f"were left for the retry: {listed}{more}")
+        return None
+    return (f"{len(unused)} scripted reply(ies) of this step were never requested: {listed}{more}; the agent "
+            f"made {sum(1 for e in exchanges if e.klass == MAIN)} model request(s) for {len(step.turns)} scripted turn(s)")
+
+
+def brief_turn(turn: Turn, limit: int = 80) -> str:
+    """A scripted reply as a reviewer recognises it in the scenario file."""
+    if turn.error is not None:
+        return f"error {turn.error.status} {turn.error.type}"
+    parts = []
+    for block in turn.blocks:
+        if isinstance(block, TextBlock):
+            parts.append(repr(block.text if len(block.text) <= limit else block.text[:limit] + "…"))
+        elif isinstance(block, ToolUseBlock):
+            parts.append(f"tool_use {block.name}")
+        elif isinstance(block, ThinkingBlock):
+            parts.append("thinking")
+    text = ", ".join(parts) or "an empty reply"
+    return f"{text} (with fault {turn.fault.describe()})" if turn.fault is not None else text

@@ -48,6 +48,11 @@ class StepScript:
     def unused_turns(self) -> int:
         return len(self._turns)
 
+    @property
+    def unused(self) -> tuple[Turn, ...]:
+        """The scripted replies nobody asked for, in order; the first of them is `turns[len(turns) - len(unused)]`."""
+        return tuple(self._turns)
+
 
 def blocks_of(turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []

@@ -98,6 +98,9 @@ class Target:
     # Step kinds this agent has no way to carry out, and why: a scenario with one is reported as
     # "cannot express", not run (a headless CLI without a compaction command, say).
     cannot_express: Mapping[str, str] = field(default_factory=dict)
+    # Step kinds whose output carries no session id by the agent's own design (the previous id carries over);
+    # every other step must print one as `session_id` says, the launch included.
+    steps_without_session_id: frozenset[str] = frozenset()
 
     def cannot_express_reason(self, steps: Iterable[Any]) -> str | None:
         """Why this target cannot carry out one of these steps (the first such), or None."""
@@ -105,6 +108,16 @@ class Target:
             if step.kind in self.cannot_express:
                 return f"step {step.index} ({step.kind}): {self.cannot_express[step.kind]}"
         return None
+
+    def prints_session_id(self, kind: str) -> bool:
+        """The launch always must; a later step unless the target declares its kind prints none."""
+        return kind == "launch" or kind not in self.steps_without_session_id
+
+    def session_id_exemptions(self) -> str:
+        """For error messages: which step kinds the target exempts, or how it could."""
+        if self.steps_without_session_id:
+            return f" (exempt: {', '.join(sorted(self.steps_without_session_id))})"
+        return " (a target that prints none on such a step says so with `steps_without_session_id`)"
 
     def command_for(self, kind: str) -> tuple[str, ...] | None:
         """`retry` is a resume unless the target says otherwise."""

@@ -41,8 +41,9 @@ EVERY_VARIANT = "*"
 # code-puppy renders its per-process agent id into this line of the system prompt.
 IDENTITY_REGEX = r"Your ID is `[^`]*`"
 SESSION_NAME = "harness-session"
-# `-r NAME` prints this when it starts the session; later steps keep the id.
-SESSION_ID = SessionIdSource("stdout_regex", r"Created new session: (\S+)")
+# `-r NAME` prints "Created new session: NAME" when it starts the session and "Resumed: N messages (T tokens)
+# from NAME" on every later step (0.0.827 and 0.0.946): each step's output names the session it continued.
+SESSION_ID = SessionIdSource("stdout_regex", r"(?m)^(?:Created new session: |Resumed: [^\n]* from )(\S+)")
 _MODEL_KEY = "harness-model"
 # Its background requests, not turns of the conversation (seen by running 0.0.946).
 SIDE_CALLS = (RequestRule(system=r"You name coding-agent chat sessions"),)

@@ -153,6 +153,10 @@ def compact(binary: str, thread_id: str, options: list[str]) -> int:
             print(json.dumps(message), flush=True)
             if message["method"] == "turn/completed":
                 status = message["params"]["turn"]["status"]
+                # As `codex exec --json` ends its output: the thread the server says it compacted, so the step
+                # keeps the target's output contract like every other step.
+                if message["params"].get("threadId"):
+                    print(json.dumps({"type": "thread.compacted", "thread_id": message["params"]["threadId"]}), flush=True)
                 break
     server.stdin.close()
     try:

@@ -15,6 +15,9 @@ Modes:
   leave-background  a correct turn that leaves a child (sleep 300) running
   fail-after-reply  gets its reply, then exits 1 for a reason of its own
   json-error        gets its reply, then reports an error as JSON on stdout (as Claude Code does), exits 1
+  models-only       lists the models (GET /v1/models), never asks for its turn, prints a session id, exits 0
+  count-tokens-only counts tokens (POST /v1/messages/count_tokens) instead of asking for its turn, exits 0
+  side-call-only    sends only a title request (a side call by the target's rule), prints a session id, exits 0
 """
 
 import argparse
@@ -42,6 +45,18 @@ def call_api(system, messages):
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
+
+
+def call(path, body=None):
+    """A request that is not the turn: a model listing, a token count, a title."""
+    request = urllib.request.Request(
+        os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01",
+                 "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"null")
 
 
 def write_json(name, data):
@@ -76,6 +91,17 @@ def main():
         print("agent: working...", file=sys.stderr, flush=True)
         while True:
             time.sleep(60)
+    if args.mode in ("models-only", "count-tokens-only", "side-call-only"):
+        prompt = [{"role": "user", "content": [{"type": "text", "text": args.prompt}]}]
+        if args.mode == "models-only":
+            call("/v1/models")
+        elif args.mode == "count-tokens-only":
+            call("/v1/messages/count_tokens", {"model": "test-model", "messages": prompt})
+        else:
+            call("/v1/messages", {"model": "test-model", "max_tokens": 16, "messages": prompt,
+                                  "system": [{"type": "text", "text": "Write a title for this conversation."}]})
+        print(json.dumps({"session_id": args.resume or str(uuid.uuid4()), "result": "done"}))
+        return 0
     if args.mode == "no-request":
         print(json.dumps({"session_id": "never-talked-to-the-api", "result": "done"}))
         return 0
