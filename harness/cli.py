@@ -9,7 +9,6 @@ unwritable report folder), reported as one line naming where and what.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import signal
@@ -23,7 +22,6 @@ from harness.process import request_stop
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
 DEFAULT_SCENARIOS = "scenarios"
-DEFAULT_REPORTS = Path("reports")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
     run.add_argument("--target", "-t", action="append", default=[], metavar="T",
                      help="reference[:DEFECT|:*], claude-code[@VERSION][+POLICY|+*] or a target file; repeatable (default: reference)")
-    run.add_argument("--report-dir", type=Path, metavar="DIR",
+    run.add_argument("--report-dir", metavar="DIR",
                      help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
@@ -50,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also fail when a check fails on both sides (default: only regressions and errors fail)")
     diff.add_argument("--require-fix", action="append", default=[], metavar="SCENARIO",
                       help="this scenario must fail on the baseline and pass on the candidate; repeatable")
-    diff.add_argument("--report-dir", type=Path, metavar="DIR",
+    diff.add_argument("--report-dir", metavar="DIR",
                       help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
 
@@ -216,29 +214,11 @@ def _one_target(spec: str, option: str):
     return targets[0]
 
 
-def _prepare_report_dir(given: Path | None, prefix: str = "run") -> Path:
-    """Create (and prove writable) the report folder before any agent runs."""
-    if given is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        report_dir = DEFAULT_REPORTS / f"{prefix}-{stamp}-{os.getpid()}"
-    else:
-        report_dir = given
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        probe = report_dir / ".write-probe"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise InputError(f"cannot write reports there: {exc.strerror or exc}", report_dir) from None
-    if given is None:
-        latest = DEFAULT_REPORTS / "latest"
-        try:
-            if latest.is_symlink() or latest.exists():
-                latest.unlink()
-            latest.symlink_to(report_dir.name)
-        except OSError:
-            pass  # a convenience link; the report itself is written regardless
-    return report_dir
+def _prepare_report_dir(given: str | None, prefix: str = "run") -> Path:
+    """Create, check and lock the report folder before any agent runs (harness/report_folder.py)."""
+    from harness import report_folder
+
+    return report_folder.prepare(given, prefix, report_folder.RUN_FILES if prefix == "run" else report_folder.DIFF_FILES)
 
 
 def _minimize(args: argparse.Namespace) -> int:
