@@ -7,6 +7,7 @@ an error whose checks are not judged, never a pass.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import traceback
@@ -48,8 +49,25 @@ class SilentProgress:
         pass
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9.@+-]+")
+MAX_JOURNAL_NAME = 120  # characters before ".jsonl": well under the 255 bytes a file name may have
+
+
 def journal_name(scenario: Scenario, target: Target) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{scenario.name}__{target.name}") + ".jsonl"
+    """`SCENARIO__TARGET.jsonl`, the same for the same pair and different for different pairs.
+
+    A plain name (letters, digits, '.', '@', '+' and '-' on both sides, short enough) is kept as it is: it holds exactly
+    one '__', so it splits one way only. Anything else is sanitised, cut to a bounded length and given a digest
+    of the exact pair after a '=', which neither form otherwise holds: `a/b` and `a_b` no longer share a
+    journal, and a 240-character name no longer overflows the file system's limit.
+    """
+    plain = f"{scenario.name}__{target.name}"
+    if _PLAIN_NAME.fullmatch(scenario.name) and _PLAIN_NAME.fullmatch(target.name) and len(plain) <= MAX_JOURNAL_NAME:
+        return plain + ".jsonl"
+    digest = hashlib.sha256(f"{scenario.name}\0{target.name}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    clean = [re.sub(r"[^A-Za-z0-9.@+-]+", "_", part) for part in (scenario.name, target.name)]
+    safe = "__".join(clean)[: MAX_JOURNAL_NAME - len(digest) - 1]
+    return f"{safe}={digest}.jsonl"
 
 
 def run_matrix(

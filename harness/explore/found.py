@@ -35,7 +35,7 @@ def write_finding(finding: Finding, target: Target, out_dir: Path, explored_with
     workdir, checks = finding.setting.workdir, finding.setting.checks
     steps_yaml = voc.scenario_text(SCRATCH_NAME, finding.steps, workdir=workdir, checks=checks)
     digest = hashlib.sha256(f"{target.name}\n{finding.check}\n{steps_yaml}".encode()).hexdigest()[:8]
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target.name).strip("._-")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", target.name).strip("._-")[:80]  # the digest keeps names apart
     name = f"found-{slug}-{finding.check.replace('_', '-')}-{digest}"
     description = (f"Found by harness explore on {target.name}: {finding.what} at step {finding.step} of "
                    f"{len(finding.steps)} ({voc.step_kinds(finding.steps)}). {voc.first_line(finding.message)}")
