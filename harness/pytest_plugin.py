@@ -16,6 +16,10 @@ from harness.errors import InputError
 from harness.results import CANNOT_EXPRESS, RunResult
 
 SCENARIO_FOLDER = "scenarios"
+TARGETS_INI = "harness_targets"
+NO_TARGET = (f"no target: pass --target T (for example --target reference, the built-in reference agent), or "
+             f"configure one with `{TARGETS_INI}` in the pytest configuration; without one, nothing would say "
+             "which agent these scenarios judged")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="compare: a check failing on both sides fails the item too")
     group.addoption("--require-fix", dest="harness_require_fix", action="append", default=[], metavar="SCENARIO",
                     help="compare: this scenario must fail on the baseline and pass on the candidate; repeatable")
+    parser.addini(TARGETS_INI, type="linelist", default=[],
+                  help="targets to run scenarios against when no --target is given (a project's configured default)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,7 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
         if baseline is None and candidate is None:
-            config._harness_targets = resolve_targets(config.getoption("harness_targets") or ["reference"])  # type: ignore[attr-defined]
+            # A scenario run without a named agent used to run the reference agent in silence: an outside team's
+            # `pytest` went green on items `[reference]` while its own agent never ran. None: collection says so.
+            specs = config.getoption("harness_targets") or config.getini(TARGETS_INI)
+            config._harness_targets = resolve_targets(specs) if specs else None  # type: ignore[attr-defined]
             config._harness_pair = None  # type: ignore[attr-defined]
             return
         if baseline is None or candidate is None or config.getoption("harness_targets"):
@@ -96,6 +105,8 @@ class ScenarioFile(pytest.File):
         except InputError as exc:
             raise self.CollectError(str(exc)) from None
         pair = self.config._harness_pair  # type: ignore[attr-defined]
+        if pair is None and self.config._harness_targets is None:  # type: ignore[attr-defined]
+            raise self.CollectError(f"harness: {NO_TARGET}")
         if pair is not None:
             name = f"{scenario.name}[{pair[0].name} → {pair[1].name}]"
             yield ComparisonItem.from_parent(self, name=name, scenario=scenario, baseline=pair[0], candidate=pair[1])

@@ -35,8 +35,23 @@ def test_each_scenario_and_target_is_an_item(pytester, library):
 
 
 def test_clean_target_passes_under_xdist(pytester, library):
-    result = pytester.runpytest_subprocess("scenarios", "-n", "2", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("scenarios", "-n", "2", "-p", "no:cacheprovider", "--target", "reference")
     result.assert_outcomes(passed=2)
+
+
+def test_no_target_is_an_error_naming_the_way_out_never_a_silent_reference_run(pytester, library):
+    """An outside team's `pytest` went green on items `[reference]`: its own agent never ran."""
+    result = pytester.runpytest_subprocess("scenarios", "-n", "2", "-p", "no:cacheprovider")
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED), result.stdout.str()
+    result.stdout.fnmatch_lines(["*harness: no target: pass --target T*configure one with `harness_targets`*"])
+    assert "passed" not in result.stdout.str() and "[reference]" not in result.stdout.str()
+
+
+def test_a_configured_target_is_the_default(pytester, library):
+    pytester.makeini("[pytest]\nharness_targets =\n    reference\n    reference:forget-last-reply\n")
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*sky[[]reference[]] PASSED*", "*sky[[]reference:forget-last-reply[]] FAILED*"])
 
 
 def test_unexpected_failure_reads_like_an_assertion(pytester, library):
@@ -72,7 +87,7 @@ def test_unknown_target_is_a_usage_error(pytester, library):
 
 
 def test_journals_are_kept_when_asked(pytester, library):
-    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--harness-journal-dir", "journals")
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--harness-journal-dir", "journals", "--target", "reference")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "journals" / "sky__reference.jsonl").read_text().count("\n") == 2
 
@@ -106,7 +121,8 @@ def test_compare_needs_both_sides_and_no_target(pytester, library):
 
 
 def test_repeat_makes_each_round_its_own_item(pytester, library):
-    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "-v", "--harness-repeat", "3")
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "-v", "--harness-repeat", "3",
+                                           "--target", "reference")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*sky[[]reference·1/3[]] PASSED*", "*sky[[]reference·3/3[]] PASSED*"])
     bad = pytester.runpytest_subprocess("scenarios", "--harness-repeat", "0")
@@ -118,7 +134,8 @@ def test_the_pytest_plugin_leaves_the_inbox_out_unless_named(pytester):
     (library / "found").mkdir(parents=True)
     (library / "kept.yaml").write_text(OK.format(name="kept"))
     (library / "found" / "new.yaml").write_text(OK.format(name="new"))
-    whole = pytester.runpytest_subprocess("scenarios", "--collect-only", "-q", "-p", "no:cacheprovider")
+    whole = pytester.runpytest_subprocess("scenarios", "--collect-only", "-q", "-p", "no:cacheprovider", "--target", "reference")
     assert "kept.yaml" in whole.stdout.str() and "new.yaml" not in whole.stdout.str()
-    named = pytester.runpytest_subprocess("scenarios/found", "--collect-only", "-q", "-p", "no:cacheprovider")
+    named = pytester.runpytest_subprocess("scenarios/found", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                          "--target", "reference")
     assert "new.yaml" in named.stdout.str()
