@@ -170,7 +170,7 @@ def test_two_revisions_of_one_file_are_two_targets(tmp_path, repo, target_file, 
     assert (t1.checkout / "agent.py").read_text() == V1
     assert (t2.checkout / "agent.py").read_text() == V2
     assert git(t1.checkout, "rev-parse", "HEAD") == repo["v1"]
-    assert t1.target_dir == target_file.parent.resolve()  # {target_dir} stays the file's folder
+    assert t1.target_dir == target_file.parent.resolve()  # a file outside the repository: its own folder, its own text
     assert t1.source == Path("t.yaml")
     # both in one run: distinct names, so no "given twice"
     assert [t.name for t in resolve_targets(["t.yaml@v1", "t.yaml@my-branch"])] == ["my-agent@v1", "my-agent@my-branch"]
@@ -320,6 +320,8 @@ BAD = [
     ("rev-a-number", TARGET.format(repo="../agent-repo", rev="rev: 1.0\n"), 3, "rev", ["got a number (1.0)", "quote it"]),
     ("rev-empty", TARGET.format(repo="../agent-repo", rev='rev: ""\n'), 3, "rev", ["expected a non-empty string"]),
     ("unknown-key", TARGET.format(repo="../agent-repo", rev="revision: v1\n"), 3, "", ["unknown key 'revision'", "repo, resume, retry, rev,"]),
+    ("repo-with-nul", TARGET.format(repo='"../agent-repo\\0"', rev=""), 2, "repo", ["contains a NUL byte (character 14"]),
+    ("rev-with-nul", TARGET.format(repo="../agent-repo", rev='rev: "v1\\x00"\n'), 3, "rev", ["contains a NUL byte (character 3"]),
 ]
 
 

@@ -7,6 +7,8 @@ Also the two other halves of a target: reading the session id back
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -169,6 +171,19 @@ BAD_FILES = [
      ["not a valid regular expression", "'(unclosed'"]),
     ("side-calls-non-string", GOOD + "side_calls:\n  - {prompt: 3}\n", 6, "side_calls[1].prompt", ["expected a string, got an integer"]),
     ("yaml-syntax", GOOD + "env: {A: [\n", 6, "", ["invalid YAML"]),
+    # NUL: no process argument or environment value can carry one (YAML escapes write it; a raw byte is not YAML)
+    ("nul-in-argv-escape", GOOD.replace('"{prompt}"', '"{prompt}\\0"'), 2, "launch[3]",
+     ["contains a NUL byte (character 9 of a string ('{prompt}\\x00'))", "remove it"]),
+    ("nul-in-argv-hex-escape", GOOD + 'compact: [agent, "--compact\\x00"]\n', 5, "compact[2]", ["contains a NUL byte"]),
+    ("nul-in-argv-program", GOOD.replace("[agent, --resume", '["agent\\u0000", --resume'), 3, "resume[1]",
+     ["contains a NUL byte (character 6"]),
+    ("nul-in-env-value", GOOD + 'env:\n  FINE: "ok"\n  TOKEN: "abc\\x00def"\n', 7, "env.TOKEN",
+     ["contains a NUL byte (character 4", "environment value"]),
+    ("nul-in-env-value-escape", GOOD + 'env: {A: "\\0"}\n', 5, "env.A", ["contains a NUL byte"]),
+    ("nul-byte-raw", GOOD.replace("[agent, -p", "[agent\0, -p"), 2, "", ["invalid YAML", "(character #x0000)"]),
+    ("nul-in-name", GOOD.replace("bad-agent", '"bad\\0agent"'), 1, "name",
+     ["contains the control character '\\x00'", "file names and reports"]),
+    ("control-character-in-name", GOOD.replace("bad-agent", '"bad\\tagent"'), 1, "name", ["control character '\\t'"]),
 ]
 
 
@@ -185,6 +200,26 @@ def test_bad_target_file_names_file_line_and_key(tmp_path, text, line, where, fr
     for fragment in fragments:
         assert fragment in error.message, str(error)
     assert str(error) == f"{path}:{line}: {error.message}"
+
+
+@pytest.mark.parametrize(("key", "escape"), [("launch", "\\0"), ("env", "\\x00")])
+def test_a_nul_byte_is_one_line_and_exit_2_before_any_run(tmp_path, key, escape):
+    # Without the check the agent's process cannot even be started ("embedded null byte") mid-run.
+    text = CONTRACT.read_text().replace("{target_dir}", str(CONTRACT.parent))
+    if key == "launch":
+        text = text.replace('-p, "{prompt}", --append', f'-p, "{{prompt}}{escape}", --append', 1)
+    else:
+        text = text.replace("env: {}", f'env: {{AGENT_MODE: "quiet{escape}"}}')
+    path = write(tmp_path, "t.yaml", text)
+    scenario = write(tmp_path, "s.yaml", "name: one\nappend: Rules.\nsteps:\n  - launch: {prompt: hi, reply: hello}\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--target", str(path), "--report-dir",
+                           str(tmp_path / "report"), str(scenario)], capture_output=True, text=True, timeout=120)
+    where = "launch[4]" if key == "launch" else "env.AGENT_MODE"
+    line = 3 if key == "launch" else 9
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    assert done.stderr.startswith(f"harness: error: {path}:{line}: {where}: contains a NUL byte"), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "report" / "journal").exists()
 
 
 def test_missing_target_file_is_an_input_error(tmp_path):

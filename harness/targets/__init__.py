@@ -26,8 +26,12 @@ def _family(spec: str):
     return None
 
 
-def resolve_target(spec: str) -> list[Target]:
-    """One spec can stand for several targets (`reference:*` is the clean agent plus each defect)."""
+def resolve_target(spec: str, *, target_file_from_working_tree: bool = False) -> list[Target]:
+    """One spec can stand for several targets (`reference:*` is the clean agent plus each defect).
+
+    `FILE@REV` reads the target file as it is at REV (harness.targets.file_at_revision);
+    `target_file_from_working_tree` reads the working tree's file for every revision instead.
+    """
     from harness.targets import reference  # the reference agent is imported only when asked for
 
     if reference.is_spec(spec):
@@ -39,7 +43,7 @@ def resolve_target(spec: str) -> list[Target]:
     if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.command import load_target_file
 
-        return [load_target_file(path, rev)]
+        return [load_target_file(path, rev, target_file_from_working_tree=target_file_from_working_tree)]
     raise InputError(
         f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' (each [+in-process]), "
         "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
@@ -66,10 +70,10 @@ def split_revision(spec: str) -> tuple[Path, str | None]:
     return Path(head), rev
 
 
-def resolve_targets(specs: list[str]) -> list[Target]:
+def resolve_targets(specs: list[str], *, target_file_from_working_tree: bool = False) -> list[Target]:
     targets: list[Target] = []
     for spec in specs:
-        for target in resolve_target(spec):
+        for target in resolve_target(spec, target_file_from_working_tree=target_file_from_working_tree):
             if any(t.name == target.name for t in targets):
                 raise InputError(f"target {target.name!r} given twice")
             targets.append(target)

@@ -41,7 +41,7 @@ class CheckoutError(InputError):
 
 @dataclass(frozen=True)
 class Repository:
-    path: Path  # the folder the target file names, absolute
+    path: Path  # the folder the target file names, absolute (maybe only at a revision: git runs in toplevel)
     toplevel: Path  # the root of its working tree
     prefix: str  # path from toplevel to `path`, "" or ending in "/"
 
@@ -53,7 +53,7 @@ def open_repository(path: Path) -> Repository:
         raise CheckoutError(f"no such folder: {path}", "repo")
     if not path.is_dir():
         raise CheckoutError(f"expected the folder of a git repository, got a file: {path}", "repo")
-    done = _git(path, "rev-parse", "--show-toplevel", "--show-prefix", key="repo")
+    done = git(path, "rev-parse", "--show-toplevel", "--show-prefix", key="repo")
     lines = done.stdout.splitlines()
     if done.returncode != 0 or not lines:
         raise CheckoutError(f"{path} is not a git repository with a working tree ({_reason(done)})", "repo")
@@ -65,7 +65,7 @@ def resolve_revision(repo: Repository, rev: str) -> str:
     """The full sha of the commit `rev` (a branch, tag or commit) names in `repo`."""
     if not rev.strip() or rev.startswith("-") or rev != rev.strip():
         raise CheckoutError(f"expected a branch, tag or commit, got {rev!r}", "rev")
-    done = _git(repo.path, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", key="rev")
+    done = git(repo.toplevel, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", key="rev")
     sha = done.stdout.strip()
     if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
         raise CheckoutError(
@@ -76,9 +76,13 @@ def resolve_revision(repo: Repository, rev: str) -> str:
     return sha
 
 
-def prepare_revision(repo: Repository, rev: str, *, quiet: bool = False) -> tuple[Path, str]:
-    """(folder of `repo.path` in a worktree of `rev`, full sha), creating the worktree on first use."""
-    sha = resolve_revision(repo, rev)
+def prepare_revision(repo: Repository, rev: str, *, quiet: bool = False, sha: str | None = None) -> tuple[Path, str]:
+    """(folder of `repo.path` in a worktree of `rev`, full sha), creating the worktree on first use.
+
+    `sha`, when the caller already resolved `rev`, pins the commit: the target file read at a revision
+    and the code run for it then come from one commit even if the branch moves in between.
+    """
+    sha = sha or resolve_revision(repo, rev)
     home = worktree_path(repo, sha)
     if not _complete(home, sha):
         home.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +116,7 @@ def _create(repo: Repository, rev: str, sha: str, home: Path, quiet: bool) -> No
         print(f"harness: checking out {rev} ({sha[:12]}) of {repo.toplevel} into {home} (first use)", file=sys.stderr, flush=True)
     # --force twice: the path may still be registered by a worktree whose folder was deleted
     # (the tool folder removed, a crash mid-checkout); hooks off: a checkout for a test run is not the user's checkout.
-    done = _git(repo.path, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--force", "--force", "--detach",
+    done = git(repo.toplevel, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--force", "--force", "--detach",
                 str(home), sha, key="rev", timeout=_CHECKOUT_TIMEOUT_S)
     if done.returncode != 0:
         _discard(repo, home)
@@ -123,7 +127,7 @@ def _create(repo: Repository, rev: str, sha: str, home: Path, quiet: bool) -> No
 def _discard(repo: Repository, home: Path) -> None:
     """Remove an incomplete worktree at `home`: its registration in the repository, then its files."""
     if home.exists() or home.is_symlink():
-        _git(repo.path, "worktree", "remove", "--force", "--force", str(home), key="rev")
+        git(repo.toplevel, "worktree", "remove", "--force", "--force", str(home), key="rev")
         if home.is_symlink() or home.is_file():
             home.unlink()
         else:
@@ -131,7 +135,7 @@ def _discard(repo: Repository, home: Path) -> None:
 
 
 def _known_names(repo: Repository, limit: int = 10) -> str:
-    done = _git(repo.path, "for-each-ref", "--format=%(refname:short)", "--sort=-committerdate", "refs/heads", "refs/tags", key="rev")
+    done = git(repo.toplevel, "for-each-ref", "--format=%(refname:short)", "--sort=-committerdate", "refs/heads", "refs/tags", key="rev")
     names = done.stdout.split() if done.returncode == 0 else []
     if not names:
         return ""
@@ -139,11 +143,12 @@ def _known_names(repo: Repository, limit: int = 10) -> str:
     return f"; branches and tags there: {', '.join(names[:limit])}{more}"
 
 
-def _git(cwd: Path, *args: str, key: str, timeout: float = _GIT_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def git(cwd: Path, *args: str, key: str, timeout: float = _GIT_TIMEOUT_S, text: bool = True) -> subprocess.CompletedProcess:
+    """`git -C cwd ARGS`; a CheckoutError blaming `key` where git cannot run at all."""
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0")
     argv = ["git", "-C", str(cwd), *args]
     try:
-        return subprocess.run(argv, check=False, capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, check=False, capture_output=True, text=text, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise CheckoutError("git is not on PATH; `repo:` needs it to read the repository", key) from None
     except subprocess.TimeoutExpired:

@@ -7,7 +7,10 @@ with the file and line before any agent process starts.
 `repo:` (and `rev:`) name the agent's own code in git: the file is validated
 first, then the revision is prepared (harness.targets.checkout) and `{checkout}`
 points at it; the target's name carries the revision, so two revisions of one
-file are two targets in every report.
+file are two targets in every report. `FILE@REV` reads the file itself at REV
+when it lies in that repository (harness.targets.file_at_revision), and every
+command must run something of the checkout: a revision whose code nothing
+reaches would be the same program on both sides of a comparison.
 """
 
 from __future__ import annotations
@@ -27,8 +30,26 @@ from harness.targets.base import (
     template_fields,
     validate_template,
 )
+from harness.targets.checkout import CheckoutError, Repository, open_repository, prepare_revision
+from harness.targets.checkout_use import command_without_checkout
+from harness.targets.file_at_revision import (
+    WORKING_TREE_OPTION,
+    FileAtRevision,
+    path_in_repository,
+    read_at_revision,
+    repository_folder,
+)
 from harness.validation import Reader
-from harness.yamlsource import LocatedDict, LocatedList, child_path, describe, item_path, load_located_file, unknown_key_error
+from harness.yamlsource import (
+    LocatedDict,
+    LocatedList,
+    child_path,
+    describe,
+    item_path,
+    load_located,
+    load_located_file,
+    unknown_key_error,
+)
 
 PROTOCOLS = ("anthropic",)
 _TOP_KEYS = ("name", "protocol", "repo", "rev", *COMMAND_KINDS, "session_id", "identity", "timeout_s", "env", "side_calls")
@@ -37,16 +58,33 @@ _SIDE_CALL_KEYS = ("model", "system", "prompt")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def load_target_file(path: str | Path, rev: str | None = None) -> Target:
-    """The target a file describes; `rev` (from a `FILE@REV` spec) overrides the file's `rev:`."""
+def load_target_file(path: str | Path, rev: str | None = None, *, target_file_from_working_tree: bool = False) -> Target:
+    """The target a file describes; `rev` (from a `FILE@REV` spec) overrides the file's `rev:`.
+
+    With `rev`, the file is read as it is at that revision when it lies in the
+    repository its `repo:` names (the working tree's file says which repository
+    that is); `target_file_from_working_tree` reads the working tree's file instead,
+    with `{target_dir}` its folder there.
+    """
     path = Path(path)
-    return _TargetReader(path, rev).target(load_located_file(path))
+    doc = load_located_file(path)
+    reader = _TargetReader(path, rev)
+    if rev is None or target_file_from_working_tree or not isinstance(doc, LocatedDict):
+        return reader.target(doc)
+    at_revision = reader.file_at_revision(doc)
+    if at_revision is None:  # no version of the file at REV: the one on disk serves every revision
+        return reader.target(doc)
+    return _TargetReader(path, rev, at_revision).target(load_located(at_revision.text, at_revision.label))
 
 
 class _TargetReader(Reader):
-    def __init__(self, path: Path, rev_override: str | None = None):
-        super().__init__(path)
+    """Validates one target file's text; errors name `self.path`, the file or `FILE@REV` for its text at REV."""
+
+    def __init__(self, path: Path, rev_override: str | None = None, at_revision: FileAtRevision | None = None):
+        super().__init__(at_revision.label if at_revision is not None else path)
+        self.file = path  # where the file lies in the working tree: relative `repo:` paths start from its folder
         self.rev_override = rev_override
+        self.at_revision = at_revision
         self.has_repo = False
 
     def target(self, doc: Any) -> Target:
@@ -55,6 +93,7 @@ class _TargetReader(Reader):
         doc = self.mapping(doc, getattr(doc, "line", 1), "", "a target mapping")
         self.known_keys(doc, _TOP_KEYS, "")
         name = self.string(self.require(doc, "name", ""), doc.key_line("name"), "name", non_empty=True)
+        self.printable_name(name, doc.key_line("name"))
         repo, rev = self.repo_and_rev(doc)
         protocol = self.optional_string(doc, "protocol", "") or "anthropic"
         if protocol not in PROTOCOLS:
@@ -73,9 +112,13 @@ class _TargetReader(Reader):
         env = self.env(doc)
         side_calls = self.side_calls(doc)
         # Only a file valid throughout reaches git: a typo never costs a checkout.
-        checkout, revision = None, None
+        checkout, revision, target_dir = None, None, self.file.resolve().parent
         if repo is not None:
-            checkout, revision = self.checkout(doc, repo, rev)
+            repository = self.repository(doc, repo)
+            self.require_checkout_use(doc, commands, env, self.target_dir_is_code(repository, rev))
+            checkout, revision = self.prepare(doc, repository, rev)
+            if self.at_revision is not None:
+                target_dir = self.at_revision.target_dir
             name = f"{name}@{rev if rev is not None else WORKING_TREE}"
         return Target(
             name=name,
@@ -85,26 +128,46 @@ class _TargetReader(Reader):
             identity_regex=identity_regex,
             timeout_s=timeout_s,
             env=env,
-            target_dir=Path(self.path).resolve().parent,
+            target_dir=target_dir,
             side_calls=side_calls,
-            source=Path(self.path),
+            source=self.file,
             checkout=checkout,
             revision=revision,
         )
+
+    def file_at_revision(self, doc: LocatedDict) -> FileAtRevision | None:
+        """This file's text at the spec's revision, or None when the file is not one of its `repo:`'s files."""
+        repo, rev = self.repo_and_rev(doc)  # the working tree's `repo:` says which repository REV is of
+        assert repo is not None and rev is not None  # repo_and_rev refuses a revision without `repo:`
+        repository = self.repository(doc, repo)
+        in_repository = path_in_repository(self.file, repository)
+        if in_repository is None:
+            return None
+        return read_at_revision(self.file, rev, repository, in_repository)
 
     def repo_and_rev(self, doc: LocatedDict) -> tuple[Path | None, str | None]:
         """`repo:` as an absolute path (relative to the file's folder) and the revision asked for, if any."""
         repo = None
         text = self.optional_string(doc, "repo", "", non_empty=True)
         if text is not None:
-            repo = (Path(self.path).resolve().parent / Path(text).expanduser()).resolve()
+            self.no_nul(text, doc.key_line("repo"), "repo")
+            repo = (self.file.resolve().parent / Path(text).expanduser()).resolve()
         rev = self.optional_string(doc, "rev", "", non_empty=True)
+        if rev is not None:
+            self.no_nul(rev, doc.key_line("rev"), "rev")
         if rev is not None and repo is None:
             raise self.error(
                 "needs `repo:`, the git repository to check the revision out of (relative paths are relative to the "
                 "target file's folder)", doc.key_line("rev"), "rev",
             )
         if self.rev_override is not None:
+            if repo is None and self.at_revision is not None:
+                raise InputError(
+                    f"this target file has no `repo:` at {self.rev_override!r} (the working tree's file has one), so that "
+                    "revision names no code to check out; add `repo:` to the file at that revision, or pass "
+                    f"{WORKING_TREE_OPTION} to run that revision's code with the working tree's target file",
+                    self.path,
+                )
             if repo is None:
                 raise InputError(
                     f"the target spec '{self.path}@{self.rev_override}' names a revision, but this target file has no "
@@ -116,21 +179,58 @@ class _TargetReader(Reader):
         self.has_repo = repo is not None
         return repo, rev
 
-    def checkout(self, doc: LocatedDict, repo: Path, rev: str | None) -> tuple[Path, str | None]:
-        from harness.targets import checkout
-
-        from_spec = self.rev_override is not None
+    def repository(self, doc: LocatedDict, repo: Path) -> Repository:
+        """The repository `repo:` names; for the file's text at a revision, a folder of the repository it was read from."""
+        if self.at_revision is not None:
+            repository = repository_folder(self.at_revision.repository, repo)
+            if repository is None:
+                raise self.error(
+                    f"names {repo}, outside the git repository {self.at_revision.repository.toplevel} this file was read "
+                    f"from at {self.at_revision.rev!r}; the file at a revision runs that revision's code, so `repo:` "
+                    "must name a folder of that same repository", doc.key_line("repo"), "repo",
+                )
+            return repository
         try:
-            repository = checkout.open_repository(repo)
-            if rev is None:
-                return repository.path, None
-            return checkout.prepare_revision(repository, rev)
-        except checkout.CheckoutError as exc:
-            if exc.key == "repo":
+            return open_repository(repo)
+        except CheckoutError as exc:
+            raise self.error(exc.message, doc.key_line("repo"), "repo") from None
+
+    def prepare(self, doc: LocatedDict, repository: Repository, rev: str | None) -> tuple[Path, str | None]:
+        """({checkout}, its commit): the folder as it is without a revision, else its worktree at `rev`."""
+        if rev is None:
+            return repository.path, None
+        pinned = self.at_revision.sha if self.at_revision is not None else None  # the file's commit is the code's
+        try:
+            return prepare_revision(repository, rev, sha=pinned)
+        except CheckoutError as exc:
+            if self.at_revision is not None:  # the file at REV named the folder: blame its line
                 raise self.error(exc.message, doc.key_line("repo"), "repo") from None
-            if from_spec:  # the revision came from `FILE@REV`, not from a line of the file
+            if self.rev_override is not None:  # the revision came from `FILE@REV`, not from a line of the file
                 raise InputError(f"@{rev} (from the target spec): {exc.message}", self.path) from None
             raise self.error(exc.message, doc.key_line("rev"), "rev") from None
+
+    def target_dir_is_code(self, repository: Repository, rev: str | None) -> bool:
+        """Whether `{target_dir}` is a folder of the tree the agent's code runs from, as `{checkout}` is.
+
+        Read at REV, the file's folder is inside REV's worktree: `{target_dir}/agent.py`
+        is REV's agent.py, as surely as `{checkout}/agent.py` would be. Read from
+        the working tree for a revision (a `rev:` of the file itself, or the
+        working tree's file asked for), the folder is the working tree's: the same
+        code for every revision, however the file names it. Without a revision
+        the working tree is the code, so a file inside the repository reaches it.
+        """
+        if self.at_revision is not None:
+            return True
+        if rev is not None:
+            return False
+        return self.file.resolve().parent.is_relative_to(repository.toplevel.resolve())
+
+    def require_checkout_use(self, doc: LocatedDict, commands: dict[str, tuple[str, ...]], env: dict[str, str],
+                             target_dir_is_code: bool) -> None:
+        missing = command_without_checkout(commands, env, target_dir_is_code)
+        if missing is not None:
+            kind, why = missing
+            raise self.error(why, doc.key_line(kind), kind)
 
     def argv(self, value: Any, line: int | None, where: str) -> tuple[str, ...]:
         items = self.list_(value, line, where, "a non-empty list of command arguments")
@@ -138,9 +238,27 @@ class _TargetReader(Reader):
         for i, item in enumerate(items):
             item_where = item_path(where, i)
             text = self.string(item, items.item_line(i), item_where)
+            self.no_nul(text, items.item_line(i), item_where)
             self.template(text, items.item_line(i), item_where)
             argv.append(text)
         return tuple(argv)
+
+    def no_nul(self, text: str, line: int | None, where: str) -> None:
+        """Process arguments, environment values and paths are C strings: a NUL byte cannot be passed, only refused."""
+        if "\0" in text:
+            raise self.error(
+                f"contains a NUL byte (character {text.index(chr(0)) + 1} of {describe(text)}), which no process "
+                "argument, environment value or path can carry; remove it (in YAML, \"\\0\", \"\\x00\" and "
+                "\"\\u0000\" each write one)",
+                line, where,
+            )
+
+    def printable_name(self, name: str, line: int | None) -> None:
+        """The name goes into file names, junit.xml and every report: a NUL or other control character breaks them."""
+        bad = next((c for c in name if ord(c) < 0x20 or ord(c) == 0x7F), None)
+        if bad is not None:
+            raise self.error(f"contains the control character {bad!r} (in {describe(name)}); a target's name goes into "
+                             "file names and reports, so it must be printable text", line, "name")
 
     def template(self, text: str, line: int | None, where: str) -> None:
         validate_template(text, where, self.path, line)
@@ -182,6 +300,7 @@ class _TargetReader(Reader):
             if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
                 raise self.error(f"expected an environment variable name, got {describe(key)}", m.key_line(key), where)
             text = self.string(value, m.key_line(key), where)
+            self.no_nul(text, m.key_line(key), where)
             self.template(text, m.key_line(key), where)
             env[key] = text
         return env
