@@ -14,7 +14,9 @@ from pathlib import Path
 import yaml
 
 from harness.cli import build_parser
+from harness.targets.checkout import open_repository
 from harness.targets.command import load_target_file
+from harness.targets.file_at_revision import path_in_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "harness.yml"
@@ -59,6 +61,14 @@ def test_the_gate_target_runs_from_a_revision_of_this_repository():
     target = load_target_file(ROOT / workflow()["jobs"]["gate"]["env"]["TARGET_FILE"])  # no @REV: the folder as it is
     assert target.name.endswith("@working-tree") and target.checkout == (ROOT / "examples" / "minimal-agent").resolve()
     assert all("{checkout}" in " ".join(argv) for argv in target.commands.values())
+
+
+def test_the_gate_reads_each_revisions_own_target_file():
+    # The file lies in the repository its `repo:` names, so FILE@<sha> reads the file as it is at that sha:
+    # the base runs with the base's target file, not with the pull request's.
+    path = ROOT / workflow()["jobs"]["gate"]["env"]["TARGET_FILE"]
+    target = load_target_file(path)
+    assert path_in_repository(path, open_repository(target.checkout)) == path.relative_to(ROOT).as_posix()
 
 
 def test_reports_are_uploaded_whatever_happened():
