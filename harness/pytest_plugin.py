@@ -48,6 +48,11 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
+        journal_dir = config.getoption("harness_journal_dir")
+        if journal_dir is not None and not hasattr(config, "workerinput"):  # xdist workers share their session's
+            from harness import report_folder
+
+            report_folder.lock_folder(Path(journal_dir))  # two sessions there would overwrite each other's journals
         if baseline is None and candidate is None:
             # A scenario run without a named agent used to run the reference agent in silence: an outside team's
             # `pytest` went green on items `[reference]` while its own agent never ran. None: collection says so.

@@ -92,6 +92,25 @@ def test_journals_are_kept_when_asked(pytester, library):
     assert (pytester.path / "journals" / "sky__reference.jsonl").read_text().count("\n") == 2
 
 
+def test_a_journal_folder_held_by_another_session_is_a_usage_error(pytester, library):
+    import fcntl
+    import os
+
+    folder = pytester.path / "journals"
+    folder.mkdir()
+    fd = os.open(folder / ".harness.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"4242\n")
+        result = pytester.runpytest_subprocess("scenarios/sky.yaml", "--harness-journal-dir", "journals", "--target",
+                                               "reference", "-n", "2")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*journals: is in use by another harness run (pid 4242)*"])
+    finally:
+        os.close(fd)
+    assert not list(folder.glob("*.jsonl"))
+
+
 def test_compare_entry_point_fails_an_item_per_scenario_with_a_regression(pytester, library):
     result = pytester.runpytest_subprocess("scenarios", "-p", "no:cacheprovider", "--baseline", "reference",
                                            "--candidate", "reference:drop-append-on-resume")
