@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report-dir", metavar="DIR",
                      help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
+    _add_target_file_option(run)
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     run.add_argument("-n", "--workers", type=_workers, default=1, metavar="N",
                      help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--report-dir", metavar="DIR",
                       help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
+    _add_target_file_option(diff)
 
     from harness.explore.command import add_parser as add_explore_parser  # Hypothesis itself is imported only to explore
 
@@ -79,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="install the agents targets need into the tool folder (default: the pinned Claude Code and code-puppy versions)")
     install.add_argument("targets", nargs="*", metavar="T", help="targets whose agents to install, e.g. claude-code@2.1.300 or code-puppy@latest")
     return parser
+
+
+def _add_target_file_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target-file-from-working-tree", action="store_true",
+                        help="for FILE@REV targets, read the target file from the working tree instead of as it is at REV "
+                             "(only the agent's code is then taken from REV)")
 
 
 def _workers(value: str) -> int:
@@ -136,7 +144,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_scenarios(paths)
     specs = args.target or ["reference"]
-    targets = resolve_targets(specs)
+    targets = resolve_targets(specs, target_file_from_working_tree=args.target_file_from_working_tree)
     report_dir = _prepare_report_dir(args.report_dir)
     if not args.target:
         print("harness: no --target given: running the clean reference agent", file=sys.stderr)
@@ -181,7 +189,8 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
     for name in args.require_fix:
         if name not in names:
             raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
-    baseline, candidate = _one_target(args.baseline, "--baseline"), _one_target(args.candidate, "--candidate")
+    from_tree = args.target_file_from_working_tree
+    baseline, candidate = _one_target(args.baseline, "--baseline", from_tree), _one_target(args.candidate, "--candidate", from_tree)
     report_dir = _prepare_report_dir(args.report_dir, prefix="diff")
     progress = None if args.quiet else console.ConsoleProgress()
     try:
@@ -205,10 +214,10 @@ def _write_html(comparison, report_dir: Path, command: list[str]) -> Path:
     return html.write_comparison(comparison, report_dir / "report.html", command)
 
 
-def _one_target(spec: str, option: str):
+def _one_target(spec: str, option: str, target_file_from_working_tree: bool = False):
     from harness.targets import resolve_target
 
-    targets = resolve_target(spec)
+    targets = resolve_target(spec, target_file_from_working_tree=target_file_from_working_tree)
     if len(targets) != 1:
         raise InputError(f"{option} {spec!r} stands for {len(targets)} targets ({', '.join(t.name for t in targets)}); name one")
     return targets[0]

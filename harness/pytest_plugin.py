@@ -37,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="compare: a check failing on both sides fails the item too")
     group.addoption("--require-fix", dest="harness_require_fix", action="append", default=[], metavar="SCENARIO",
                     help="compare: this scenario must fail on the baseline and pass on the candidate; repeatable")
+    group.addoption("--target-file-from-working-tree", dest="harness_target_file_from_working_tree", action="store_true",
+                    help="for FILE@REV targets, read the target file from the working tree instead of as it is at REV")
     parser.addini(TARGETS_INI, type="linelist", default=[],
                   help="targets to run scenarios against when no --target is given (a project's configured default)")
 
@@ -45,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.targets import resolve_target, resolve_targets
 
     baseline, candidate = config.getoption("harness_baseline"), config.getoption("harness_candidate")
+    from_tree = {"target_file_from_working_tree": config.getoption("harness_target_file_from_working_tree")}
     try:
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
@@ -57,14 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
             # A scenario run without a named agent used to run the reference agent in silence: an outside team's
             # `pytest` went green on items `[reference]` while its own agent never ran. None: collection says so.
             specs = config.getoption("harness_targets") or config.getini(TARGETS_INI)
-            config._harness_targets = resolve_targets(specs) if specs else None  # type: ignore[attr-defined]
+            config._harness_targets = resolve_targets(specs, **from_tree) if specs else None  # type: ignore[attr-defined]
             config._harness_pair = None  # type: ignore[attr-defined]
             return
         if baseline is None or candidate is None or config.getoption("harness_targets"):
             raise InputError("compare with both --baseline and --candidate, and without --target")
         pair = []
         for option, spec in (("--baseline", baseline), ("--candidate", candidate)):
-            targets = resolve_target(spec)
+            targets = resolve_target(spec, **from_tree)
             if len(targets) != 1:
                 raise InputError(f"{option} {spec!r} stands for {len(targets)} targets; name one")
             pair.append(targets[0])
