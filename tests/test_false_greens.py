@@ -8,7 +8,6 @@ run passed before; each is now an error naming the step and what is missing.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -58,7 +57,8 @@ def test_a_resume_printing_garbage_instead_of_its_output_contract_is_an_error(ru
 
 def test_a_target_that_says_a_step_prints_no_id_carries_the_last_one_over(run):
     sc = scenario("resume-garbage-exempt", THREE_TURNS)
-    exempt = dataclasses.replace(target("resume-garbage-stdout"), steps_without_session_id=frozenset({"resume", "retry"}))
+    exempt = target("resume-garbage-stdout-exempt")
+    assert exempt.steps_without_session_id == {"resume", "retry"}
     result = run(sc, exempt)
     assert result.error is None and result.status == PASS, result.error
     assert len({s.session_id for s in result.steps}) == 1 and result.steps[0].session_id
@@ -77,3 +77,13 @@ def test_the_command_line_exits_1_on_a_step_that_never_took_its_turn(tmp_path):
     results = json.loads((tmp_path / "report" / "results.json").read_text())["runs"]
     assert [r["status"] for r in results] == [ERROR]
     assert results[0]["error"].startswith("step 2 (resume): the agent never sent a model request for its turn")
+
+
+def test_the_launch_cannot_be_exempt_from_printing_its_session_id(tmp_path):
+    from harness.errors import InputError
+    from harness.targets.command import load_target_file
+
+    text = (AGENTS / "resume-garbage-stdout-exempt.yaml").read_text().replace("[resume, retry]", "[resume, launch]")
+    (tmp_path / "t.yaml").write_text(text)
+    with pytest.raises(InputError, match=r"t.yaml:5: steps_without_session_id\[2\]: expected one of resume, retry, compact"):
+        load_target_file(tmp_path / "t.yaml")

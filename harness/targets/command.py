@@ -52,7 +52,8 @@ from harness.yamlsource import (
 )
 
 PROTOCOLS = ("anthropic",)
-_TOP_KEYS = ("name", "protocol", "repo", "rev", *COMMAND_KINDS, "session_id", "identity", "timeout_s", "env", "side_calls")
+_TOP_KEYS = ("name", "protocol", "repo", "rev", *COMMAND_KINDS, "session_id", "steps_without_session_id", "identity",
+             "timeout_s", "env", "side_calls")
 WORKING_TREE = "working-tree"  # the name suffix of a `repo:` target run from the folder as it is
 _SIDE_CALL_KEYS = ("model", "system", "prompt")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -111,6 +112,7 @@ class _TargetReader(Reader):
         identity_regex = self.identity(doc)
         env = self.env(doc)
         side_calls = self.side_calls(doc)
+        quiet_steps = self.steps_without_session_id(doc)
         # Only a file valid throughout reaches git: a typo never costs a checkout.
         checkout, revision, target_dir = None, None, self.file.resolve().parent
         if repo is not None:
@@ -130,6 +132,7 @@ class _TargetReader(Reader):
             env=env,
             target_dir=target_dir,
             side_calls=side_calls,
+            steps_without_session_id=quiet_steps,
             source=self.file,
             checkout=checkout,
             revision=revision,
@@ -304,6 +307,21 @@ class _TargetReader(Reader):
             self.template(text, m.key_line(key), where)
             env[key] = text
         return env
+
+    def steps_without_session_id(self, doc: LocatedDict) -> frozenset[str]:
+        """Step kinds whose output has no session id by the agent's design; every other step must print one."""
+        if "steps_without_session_id" not in doc:
+            return frozenset()
+        where, line = "steps_without_session_id", doc.key_line("steps_without_session_id")
+        items = self.list_(doc[where], line, where, f"a list of step kinds ({', '.join(COMMAND_KINDS[1:])})")
+        kinds = set()
+        for i, item in enumerate(items):
+            kind = self.string(item, items.item_line(i), item_path(where, i))
+            if kind not in COMMAND_KINDS[1:]:
+                raise self.error(f"expected one of {', '.join(COMMAND_KINDS[1:])} (the launch must always print its "
+                                 f"session id), got {kind!r}", items.item_line(i), item_path(where, i))
+            kinds.add(kind)
+        return frozenset(kinds)
 
     def side_calls(self, doc: LocatedDict) -> tuple[RequestRule, ...]:
         if "side_calls" not in doc:
