@@ -33,6 +33,10 @@ are `not_run(...)`. Workers that do not stop within STOP_GRACE_S are killed,
 with the process groups their runs started (noted from /proc while they run:
 a step's agent has a session of its own and would outlive its worker).
 
+A parent that cannot stop in order (SIGKILL) takes its workers with it: each
+worker asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG), and a killed
+worker's step warden kills what its run had started (harness/lifetime.py).
+
 Called from Python rather than `harness run`: as with any "spawn" process,
 each worker imports the caller's main module again, so a script calling
 run_matrix_parallel needs the usual `if __name__ == "__main__":` guard.
@@ -144,7 +148,7 @@ class _Pool:
             context = multiprocessing.get_context(START_METHOD)
             for index in range(self.count):
                 parent_end, child_end = context.Pipe()
-                process = context.Process(target=worker_main, args=(child_end, self.keep_workspace),
+                process = context.Process(target=worker_main, args=(child_end, self.keep_workspace, os.getpid()),
                                           name=f"harness-worker-{index + 1}")
                 process.start()
                 child_end.close()

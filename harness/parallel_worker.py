@@ -9,8 +9,10 @@ stop of the run it is doing.
 
 from __future__ import annotations
 
+import os
 import pickle
 import signal
+import sys
 import traceback
 from multiprocessing.connection import Connection
 from typing import Sequence
@@ -20,6 +22,7 @@ from harness.targets.base import Target
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 POLL_S = 0.2
+_PR_SET_PDEATHSIG = 1
 
 
 class _WorkerState:
@@ -134,7 +137,27 @@ class _Forward:
         pass
 
 
-def worker_main(conn: Connection, keep_workspace: bool) -> None:
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL for this worker when the parent dies, even by SIGKILL; its step warden then ends what it started.
+
+    The death signal follows the parent *thread* that started the worker: run_matrix_parallel starts
+    them and waits for them in one thread, which ends only after the workers have. Where the parent
+    is gone already (it died while this worker was starting), the worker does not start at all.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def worker_main(conn: Connection, keep_workspace: bool, parent_pid: int | None = None) -> None:
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
+    # The parent may have blocked its stop signals for harness/stopping.py, and a started process inherits that
+    # mask: this worker takes its stops through handlers, as before.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     state = _WorkerState(conn, keep_workspace)
     for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:  # a harness started with SIGINT ignored keeps ignoring it

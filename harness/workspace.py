@@ -4,6 +4,11 @@ HOME, XDG_* and TMPDIR persist across the steps of one run (that is where an
 agent keeps its session) and are fresh for each run. The environment is built
 from an allow-list: provider keys, tokens, proxies and cloud credentials of the
 person running the harness never reach the agent under test.
+
+Each workspace says who made it (harness/workspace_owner.py), so the
+workspaces of a harness that died before it could remove them are swept at the
+next start (`sweep_stale_workspaces`). A workspace that cannot be made (a full
+disk) is a WorkspaceError of one line, and nothing of it is left behind.
 """
 
 from __future__ import annotations
@@ -16,9 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from harness import workspace_owner
+from harness.workspace_owner import sweep_stale_workspaces  # noqa: F401 - called at the start of every command
+
 FAKE_API_KEY = "sk-ant-harness-fake-key-0000"
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 _INHERITED = re.compile(r"^(PATH|LANG|LANGUAGE|LC_[A-Z_]+|TERM|TZ|USER|LOGNAME|SHELL|SYSTEMROOT)$")
+
+
+class WorkspaceError(Exception):
+    """The run's workspace could not be made (a full disk, a read-only or missing temporary folder): one line."""
 
 
 @dataclass
@@ -26,12 +38,23 @@ class Workspace:
     root: Path
 
     @classmethod
-    def create(cls, label: str, parent: Path | None = None) -> "Workspace":
+    def create(cls, label: str, parent: Path | None = None, keep: bool = False) -> "Workspace":
+        """`keep`: the run keeps it (--keep-workspace): marked so, never swept, whoever made it and whenever."""
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:60]
-        root = Path(tempfile.mkdtemp(prefix=f"harness-{safe}-", dir=parent))
+        where = parent if parent is not None else Path(tempfile.gettempdir())
+        try:
+            root = Path(tempfile.mkdtemp(prefix=f"harness-{safe}-", dir=where))
+        except OSError as exc:
+            raise WorkspaceError(f"cannot make a workspace in {where}: {exc.strerror or exc}") from None
         workspace = cls(root)
-        for folder in (workspace.home, workspace.workdir, workspace.tmp, workspace.logs, *workspace.xdg.values()):
-            folder.mkdir(parents=True, exist_ok=True)
+        try:
+            workspace_owner.mark(root, keep)  # first: a workspace half made when its harness died is swept too
+            for folder in (workspace.home, workspace.workdir, workspace.tmp, workspace.logs, *workspace.xdg.values()):
+                folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            workspace.remove()
+            raise WorkspaceError(f"cannot make a workspace in {where}: {exc.strerror or exc} "
+                                 f"(nothing of it was left there)") from None
         return workspace
 
     @property
