@@ -41,7 +41,7 @@ class Workspace:
     def create(cls, label: str, parent: Path | None = None, keep: bool = False) -> "Workspace":
         """`keep`: the run keeps it (--keep-workspace): marked so, never swept, whoever made it and whenever."""
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:60]
-        where = parent if parent is not None else Path(tempfile.gettempdir())
+        where = parent if parent is not None else workspace_owner.temporary_folder()
         try:
             root = Path(tempfile.mkdtemp(prefix=f"harness-{safe}-", dir=where))
         except OSError as exc:

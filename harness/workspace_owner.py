@@ -73,8 +73,20 @@ def _stale(entry: os.DirEntry) -> bool:
     return not owner_alive(text)
 
 
+def temporary_folder() -> Path:
+    """The folder the user named (TMPDIR, TEMP, TMP), else the system's.
+
+    tempfile.gettempdir() moves on to /tmp, in silence, when the named folder is full or unwritable
+    (it tries to write a file there first): a workspace would land where nobody asked for it.
+    """
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    return Path(tempfile.gettempdir())
+
+
 def _default_parents() -> list[Path]:
-    parents = [Path(tempfile.gettempdir())]
+    parents = [temporary_folder()]
     if RAM.is_dir() and RAM.resolve() != parents[0].resolve():
         parents.append(RAM)
     return parents
