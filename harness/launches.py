@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from harness.fakeapi.exchange import REDACTED, redact_text
+from harness.redaction import redact_value
 
 RUNNER, SHIM = "runner", "shim"
 # The variables that steer an agent CLI (where it sends requests, which model, its switches), and where it lives.
@@ -33,7 +33,6 @@ _STEERING_ENV = re.compile(
     r"^(?:ANTHROPIC_|CLAUDE_|OPENAI_|GEMINI_|GOOGLE_|CODEX_|QWEN_|OPENCODE_|MCP_|DISABLE_|IS_SANDBOX$|HOME$|TMPDIR$|PATH$"
     r"|XDG_|HTTPS?_PROXY$|https?_proxy$|NO_PROXY$|no_proxy$)"
 )
-_SECRET_NAME = re.compile(r"(?i)(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)")
 
 
 def steering_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -41,7 +40,7 @@ def steering_env(env: Mapping[str, str]) -> dict[str, str]:
     kept = {}
     for name in sorted(env):
         if _STEERING_ENV.match(name):
-            kept[name] = REDACTED if _SECRET_NAME.search(name) else redact_text(env[name])
+            kept[name] = redact_value(name, env[name])  # all of it under a credential-like name
     return kept
 
 

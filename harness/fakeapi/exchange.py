@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 from typing import Any
 
+from harness import redaction
 from harness.fakeapi.conversation import system_text
 
 # Request classes.  Checks judge "main" requests; the rest are journaled for
@@ -27,49 +27,23 @@ OUTBOUND = "outbound"  # an attempt to reach another host, caught because the pr
 # journaled for the record, never judged as the agent's.
 FOREIGN = "foreign"
 
-REDACTED = "[redacted]"
-_SECRET_HEADERS = {
-    "authorization",
-    "proxy-authorization",
-    "x-api-key",
-    "api-key",
-    "x-goog-api-key",
-    "cookie",
-    "set-cookie",
-}
-_SECRET_QUERY = re.compile(r"(?i)(^|[?&])((?:api[_-]?)?key|token|access_token|secret)=([^&]*)")
+# Every credential in what is journaled goes through the one redactor (harness/redaction.py); these names
+# stay for the modules that import them from here.
+REDACTED = redaction.REDACTED
 
 
 def redact_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
-    """Lower-cased header map with credentials replaced; repeated headers are joined."""
-    out: dict[str, str] = {}
-    for name, value in headers:
-        key = name.lower()
-        shown = REDACTED if key in _SECRET_HEADERS else value
-        out[key] = f"{out[key]}, {shown}" if key in out else shown
-    return out
+    """Lower-cased header map with credentials replaced (by name and by shape); repeated headers are joined."""
+    return redaction.redact_headers(headers)
 
 
 def redact_query(query: str) -> str:
-    return _SECRET_QUERY.sub(lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}", query)
-
-
-# Credentials as they show up in free text an agent prints (its stdout and stderr end up in
-# reports); only the part named `secret` is replaced, so the words around it stay readable.
-_SECRET_TEXT = (
-    re.compile(r"(?i)\b(?:bearer|basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"),
-    re.compile(r"(?P<secret>\bsk-[A-Za-z0-9_-]{12,})"),
-    re.compile(r"(?i)\b(?:authorization|x-api-key|api-key|x-goog-api-key|cookie)\s*[:=]\s*(?P<secret>[^\n]+)"),
-    re.compile(r"(?i)[?&](?:(?:api[_-]?)?key|(?:access_)?token|secret)=(?P<secret>[^&\s\"']+)"),
-    re.compile(r"://[^/\s:@]+:(?P<secret>[^@\s/]+)@"),  # user:password@host
-)
+    return redaction.redact_query(query)
 
 
 def redact_text(text: str) -> str:
-    """Free text with credentials replaced."""
-    for pattern in _SECRET_TEXT:
-        text = pattern.sub(lambda m: m.group(0)[: m.start("secret") - m.start()] + REDACTED + m.group(0)[m.end("secret") - m.start():], text)
-    return text
+    """Free text with credentials replaced; the words around them stay readable."""
+    return redaction.redact(text)
 
 
 @dataclass
