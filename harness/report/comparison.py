@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.diff import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, Cell, Comparison, ScenarioDiff
+from harness.redaction import redact, redact_json, redact_xml
 from harness.report.cells import explain, indent
 from harness.results import CheckResult, RunResult
 
@@ -69,7 +70,11 @@ def table(comparison: Comparison) -> str:
 
 
 def details(comparison: Comparison) -> str:
-    """Every regression, error and fix with its evidence; the gate's reasons last."""
+    """Every regression, error and fix with its evidence; the gate's reasons last (for the console: redacted)."""
+    return redact(_details(comparison))
+
+
+def _details(comparison: Comparison) -> str:
     blocks = []
     for sd in comparison.scenarios:
         for side, result in (("baseline", sd.baseline), ("candidate", sd.candidate)):
@@ -111,10 +116,10 @@ def markdown(comparison: Comparison) -> str:
             lines.append(f"| {sd.scenario.name} | {check} | {verdict_pair(cell)} | {change} | {where_it_changed(sd, check)} |")
     if failures:
         lines += ["", "## Why the gate fails", ""] + [f"- {reason}" for reason in failures]
-    body = details(comparison)
+    body = _details(comparison)  # redacted with the whole page
     if body:
         lines += ["", "## Evidence", "", "```", body, "```"]
-    return "\n".join(lines) + "\n"
+    return redact("\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------------------------ junit.xml
@@ -147,7 +152,7 @@ def junit(comparison: Comparison) -> str:
         suite.set("tests", str(len(sd.scenario.checks)))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
-    tree = ET.ElementTree(suites)
+    tree = ET.ElementTree(redact_xml(suites))  # every text and attribute, before it is escaped
     ET.indent(tree)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
@@ -186,7 +191,7 @@ def write_all(comparison: Comparison, report_dir: Path, command: list[str]) -> l
     report_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
-        ("comparison.json", json.dumps(to_json(comparison, command), indent=2, ensure_ascii=False, default=str) + "\n"),
+        ("comparison.json", json.dumps(redact_json(to_json(comparison, command)), indent=2, ensure_ascii=False, default=str) + "\n"),
         ("summary.md", markdown(comparison)),
         ("junit.xml", junit(comparison) + "\n"),
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from harness.redaction import redact
 from harness.report.cells import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
 from harness.results import RunResult, StepResult
 from harness.scenario import Scenario
@@ -14,8 +15,8 @@ from harness.targets.base import Target
 class ConsoleProgress:
     """`concurrent`: runs overlap (`harness run -n N`), so every line starts with its run's `[n/total]` tag."""
 
-    def __init__(self, stream: TextIO = sys.stderr, concurrent: bool = False):
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, concurrent: bool = False):
+        self.stream = stream if stream is not None else sys.stderr  # the one in place now, not at import
         self.concurrent = concurrent
         self._tags: dict[tuple[str, str], str] = {}
 
@@ -23,7 +24,7 @@ class ConsoleProgress:
         if self.concurrent and run is not None:  # "      step …" -> "[ 3/40]   step …": whole lines, each tagged
             tag = self._tags.get(run) or f"[{run[0]} · {run[1]}]"
             text = "\n".join(f"{tag} {line.removeprefix('    ')}" for line in text.split("\n"))
-        self.stream.write(text + "\n")
+        self.stream.write(redact(text) + "\n")
         self.stream.flush()
 
     def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None:
@@ -73,7 +74,7 @@ def table(results: list[RunResult]) -> str:
 
 
 def failure_details(results: list[RunResult]) -> str:
-    """The evidence for every verdict that differs from its expectation."""
+    """The evidence for every verdict that differs from its expectation, redacted: it quotes what the agent sent."""
     blocks = []
     for result in results:
         if result.as_expected:
@@ -85,4 +86,4 @@ def failure_details(results: list[RunResult]) -> str:
         for check in result.checks:
             if not check.as_expected:
                 blocks.append(f"{head} · {mismatch_heading(check)}\n{indent(check.message, '  ')}")
-    return "\n\n".join(blocks)
+    return redact("\n\n".join(blocks))

@@ -15,6 +15,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from harness.redaction import redact
+
 # Characters a page cannot show as themselves: C0 controls other than tab and
 # newline (a \r would be turned into \n by the HTML parser, a \x00 into U+FFFD),
 # DEL, C1 controls, and lone surrogates (not encodable as UTF-8). They are shown
@@ -31,8 +33,8 @@ def _escape_char(char: str) -> str:
 
 
 def esc(text: object) -> str:
-    """Escape any value for an element's content or a quoted attribute."""
-    value = "" if text is None else str(text)
+    """Escape any value for an element's content or a quoted attribute, credentials redacted first."""
+    value = redact("" if text is None else str(text))
     out = []
     last = 0
     for match in _UNSHOWABLE.finditer(value):
@@ -45,7 +47,7 @@ def esc(text: object) -> str:
 
 def attr(text: object) -> str:
     """Escape a value for a quoted attribute (no markup allowed there: unshowable characters become escapes)."""
-    value = "" if text is None else str(text)
+    value = redact("" if text is None else str(text))
     return html.escape(_UNSHOWABLE.sub(lambda m: _escape_char(m.group(0)), value), quote=True)
 
 

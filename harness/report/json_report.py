@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import harness
+from harness.redaction import redact_json
 from harness.report.cells import counts
 from harness.results import RunResult
 
@@ -23,5 +24,6 @@ def document(results: list[RunResult], command: list[str]) -> dict:
 
 
 def write(results: list[RunResult], path: Path, command: list[str]) -> Path:
-    path.write_text(json.dumps(document(results, command), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(redact_json(document(results, command)), indent=2, ensure_ascii=False)  # value by value: valid JSON
+    path.write_text(text + "\n", encoding="utf-8")
     return path

@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from harness.redaction import redact_xml
 from harness.report.cells import explain, mismatch_heading
 from harness.results import CANNOT_EXPRESS, ERROR, RunResult
 
@@ -46,7 +47,7 @@ def write(results: list[RunResult], path: Path) -> Path:
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
         suite.set("time", f"{duration:.3f}")
-    tree = ET.ElementTree(suites)
+    tree = ET.ElementTree(redact_xml(suites))  # every text and attribute, before it is escaped
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
     return path

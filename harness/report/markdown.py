@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.redaction import redact
 from harness.report import vantage
 from harness.report.cells import cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
@@ -48,7 +49,7 @@ def render(results: list[RunResult]) -> str:
                               "```", check.message, "```", ""]
             if result.journal:
                 lines += [f"Journal: `{result.journal}`", ""]
-    return "\n".join(lines) + "\n"
+    return redact("\n".join(lines) + "\n")
 
 
 def write(results: list[RunResult], path: Path) -> Path:
