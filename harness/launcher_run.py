@@ -89,7 +89,8 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
     try:
         with netns.isolated_step(call.argv, server, private_dirs=call.private_dirs) as isolation:
             outcome = run_process(isolation.argv, env, call.cwd, timeout, stdout_path, stderr_path,
-                                  on_start=steps.launcher_started, pass_fds=isolation.pass_fds)
+                                  on_start=steps.launcher_started, pass_fds=isolation.pass_fds,
+                                  label=f"the {launcher.name} process that launches every step")
     finally:
         steps.finish()
         api.control = None
@@ -97,7 +98,7 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
     made = launches.launches()
     results = [_step_result(step, made, journal, steps.scripts.get(step.index), launcher.session_of)
                for step in scenario.steps if step.index not in steps.reported]
-    results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *told.notes]]
+    results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *outcome.notes, *told.notes]]
     for result in results:
         on_step(result)
     every = sorted([*steps.reported.values(), *results], key=lambda r: r.index)

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
-from harness import lifetime
+from harness import lifetime, stopping
 from harness import netns_launcher as launcher
 
 if TYPE_CHECKING:
@@ -126,8 +126,9 @@ def _probe() -> Availability:
     if not sys.platform.startswith("linux"):
         return Availability(False, reason=f"network namespaces are Linux only (this is {sys.platform})")
     try:
-        done = subprocess.run([*LAUNCHER, "--probe"], stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=HANDSHAKE_TIMEOUT_S)
+        with stopping.unblocked():  # the probe must not inherit the harness's blocked stop signals
+            done = subprocess.run([*LAUNCHER, "--probe"], stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=HANDSHAKE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Availability(False, reason=f"the probe could not run: {exc}")
     try:

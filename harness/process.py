@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from harness import lifetime
+from harness import lifetime, stopping
 from harness.terminal import strip_escapes
 
 GRACE_S = 2.0
@@ -61,8 +61,12 @@ def run_process(
     stderr_path: Path,
     on_start: Callable[[int], None] = lambda pid: None,
     pass_fds: Sequence[int] = (),
+    label: str = "",
 ) -> ProcessOutcome:
-    """`pass_fds`: descriptors the process inherits beyond stdio (harness/netns.py's handshake with its launcher)."""
+    """`pass_fds`: descriptors the process inherits beyond stdio (harness/netns.py's handshake with its launcher).
+
+    `label`: what a stop sent from the step's processes calls its root ("the agent of step 2 (resume)"; harness/stopping.py).
+    """
     started = time.monotonic()
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         try:
@@ -70,6 +74,7 @@ def run_process(
         except (OSError, lifetime.SpawnFailed, lifetime.WardenLost) as exc:
             return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")
         on_start(proc.pid)
+        stopping.step_started(proc.pid, label or f"the step's process {os.path.basename(argv[0])}")
         timed_out = False
         try:
             try:
@@ -89,6 +94,8 @@ def run_process(
             _kill_group(proc.pid, signal.SIGKILL)
             return ProcessOutcome(None, time.monotonic() - started, proc.pid,
                                   launch_error=f"{exc}; the step's process group was killed")
+        finally:
+            stopping.step_ended(proc.pid)
         duration = time.monotonic() - started
         leftovers = _group_alive(proc.pid)
         if leftovers:
@@ -109,8 +116,9 @@ def _start(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, 
     proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds)
     if proc is not None:
         return proc
-    return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                            start_new_session=True, pass_fds=tuple(pass_fds))
+    with stopping.unblocked():
+        return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
+                                stderr=stderr, start_new_session=True, pass_fds=tuple(pass_fds))
 
 
 def _signal_notes(proc) -> list[str]:
