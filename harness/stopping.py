@@ -180,8 +180,10 @@ def _under_a_warden(ancestry: list[int]) -> bool:
 
 
 def _command(pid: int, limit: int = 120) -> str:
+    """The sender's command line, paths by their last part: "python agent.py --mode x"."""
     try:
-        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return ""
+    text = " ".join(os.path.basename(word) if word.startswith("/") else word for word in words if word)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -145,7 +145,7 @@ def test_an_agent_that_stops_the_harness_is_named_as_the_sender(folder):
     assert (stop["signal"], stop["sender_pid"], stop["from_step"], stop["step_root"]) == (
         "SIGTERM", sender["agent"], True, True), stop
     assert report["message"].startswith(f"stopped by SIGTERM from pid {sender['agent']} (the step's process "), report
-    assert "agent.py stop-the-harness" in report["message"]
+    assert report["message"].endswith("python agent.py stop-the-harness)"), report["message"]
 
 
 def test_a_stop_from_outside_is_said_to_come_from_outside(folder):
