@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -1018,17 +1019,111 @@ def test_pid_of_subprocess_and_of_this_process(server, api):
             child.kill()
             child.wait()
     assert child.returncode == 0 and out == "200 to child"
-    send(server, payload("from parent"))
+    status, _, _ = send(server, payload("from parent"))
     from_child, from_parent = api.journal.exchanges()
     assert from_child.pid == child.pid != os.getpid()
     assert from_parent.pid == os.getpid()
     assert from_child.normalized["messages"][0]["content"][0]["text"] == "from child"
+    # This process is not the step's (tests/test_foreign_requests.py): refused, and its turn left unused.
+    assert (status, from_parent.klass) == (403, "foreign")
+    assert api.end_step().unused_turns == 1
 
 
 def test_pid_without_step(server, api):
     send(server, payload())
     assert api.step_pid is None
     assert only(api).pid == os.getpid()
+
+
+# --------------------------------------------------------------------------- 11. the journal when the disk fails
+
+
+# Serves a fake API whose journal is in argv[1]'s folder, sends requests of argv[2] bytes each until argv[3] were
+# answered, and prints what happened. Run where that folder's disk fills up (a tiny tmpfs) or its file may not
+# grow (RLIMIT_FSIZE): the fault is the kernel's, on a real file.
+DISK_FAULT_HELPER = r"""
+import http.client, json, sys
+from pathlib import Path
+from harness.fakeapi.core import FakeModelAPI
+from harness.fakeapi.journal import Journal
+from harness.fakeapi.server import FakeAPIServer
+from harness.scenario import Step, TextBlock, Turn
+
+path, size, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+journal = Journal(path)
+api = FakeModelAPI(journal)
+api.begin_step(Step(index=1, kind="launch", prompt="p", turns=tuple(Turn(blocks=(TextBlock(f"turn {n}"),)) for n in range(count))))
+statuses, texts = [], []
+with FakeAPIServer(api) as server:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    for n in range(count):
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": f"{n} " + "x" * size}]}
+        conn.request("POST", "/v1/messages", body=json.dumps(body), headers={"content-type": "application/json"})
+        response = conn.getresponse()
+        statuses.append(response.status)
+        texts.append(json.loads(response.read())["content"][0]["text"])
+journal.close()
+raw = path.read_bytes()
+print(json.dumps({"statuses": statuses, "texts": texts, "write_error": journal.write_error,
+                  "in_memory": len(journal.exchanges()), "file": raw.decode("utf-8", "replace"),
+                  "internal_errors": api.internal_errors}))
+"""
+
+
+def _disk_fault_run(tmp_path: Path, argv_prefix: list[str], folder: Path, size: int, count: int,
+                    preexec_fn=None) -> dict[str, Any]:
+    helper = tmp_path / "disk_fault_helper.py"
+    helper.write_text(DISK_FAULT_HELPER)
+    done = subprocess.run([*argv_prefix, sys.executable, str(helper), str(folder / "journal.jsonl"), str(size),
+                           str(count)], capture_output=True, text=True, timeout=120, preexec_fn=preexec_fn,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr == "", done.stderr  # nothing from the server's threads
+    return json.loads(done.stdout)
+
+
+def _assert_cut_back_to_complete_lines(report: dict[str, Any], count: int, path: Path, errno_text: str) -> None:
+    assert report["statuses"] == [200] * count  # the agent did nothing wrong: every request answered normally
+    assert report["texts"] == [f"turn {n}" for n in range(count)]
+    assert report["write_error"] == f"cannot write the journal {path}: {errno_text}"
+    assert report["in_memory"] == count and report["internal_errors"] == []
+    raw = report["file"]
+    assert raw.endswith("\n"), raw[-200:]  # valid JSONL: cut back to the end of its last complete line
+    lines = [json.loads(line) for line in raw.split("\n") if line]
+    assert 0 < len(lines) < count
+    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+
+
+def test_a_disk_that_fills_mid_run_leaves_valid_jsonl_and_the_agent_answered(tmp_path):
+    """A 16 KiB tmpfs in a private mount namespace (unshare --mount): nothing of it is visible outside the helper."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("mounting a tmpfs in a private mount namespace needs root and unshare (util-linux)")
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    mount = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount -t tmpfs -o size=16k tmpfs "$0" && exec "$@"', str(folder)]
+    probe = subprocess.run([*mount, "true"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.strip()}")
+    count = 12  # about 3 KiB of body each, journaled twice (raw and normalized): well past 16 KiB
+    report = _disk_fault_run(tmp_path, mount, folder, 3000, count)
+    _assert_cut_back_to_complete_lines(report, count, folder / "journal.jsonl", "[Errno 28] No space left on device")
+    assert not (folder / "journal.jsonl").exists()  # the tmpfs was private to the helper: the host never saw it
+
+
+def test_a_file_size_limit_mid_run_leaves_valid_jsonl_and_the_agent_answered(tmp_path):
+    """RLIMIT_FSIZE (EFBIG): a write that stops part-way through a line, on any machine, without root."""
+    import resource
+
+    limit = 20000
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    count = 12
+    report = _disk_fault_run(tmp_path, [], tmp_path, 3000, count, preexec_fn=limited)
+    _assert_cut_back_to_complete_lines(report, count, tmp_path / "journal.jsonl", "[Errno 27] File too large")
+    assert len(report["file"].encode()) < limit
 
 
 # --------------------------------------------------------------------------- property: the SDK reassembles anything

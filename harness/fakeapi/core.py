@@ -1,8 +1,11 @@
 """The fake model API as a transport-neutral function: request in, response out.
 
-The HTTP server (and, later, an in-process respx mount) only adapt bytes on a
-socket to HTTPRequest/HTTPResponse; everything a run depends on (routing, the
-script, classification, journaling) happens here, once.
+The HTTP server (and the in-process respx router) only adapt bytes on a
+socket to HTTPRequest/HTTPResponse; everything a run depends on (whether the
+running step sent it, routing, the script, classification, journaling)
+happens here, once. `handle` never raises: what it cannot serve it refuses in
+the provider's error shape, and a failure of its own is a 500 recorded in
+`internal_errors`, not a traceback in a server thread.
 """
 
 from __future__ import annotations
@@ -14,40 +17,19 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query
+from harness.fakeapi.exchange import (
+    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query,
+)
 from harness.fakeapi.journal import Journal
-from harness.fakeapi import cache_sim, conversation, faults
+from harness.fakeapi import cache_sim, conversation, faults, refusal, sender
 from harness.fakeapi.protocols import anthropic, gemini, openai_chat, openai_responses
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
+from harness.fakeapi.transport import HTTPRequest, HTTPResponse
 from harness.scenario import ApiError, Step, Turn
 
+__all__ = ["CONTROL_PREFIX", "FakeModelAPI", "HTTPRequest", "HTTPResponse", "RequestRule"]  # transports import these here
+
 CONTROL_PREFIX = "/_harness/"  # the harness's own paths, never a model API's
-
-
-@dataclass
-class HTTPRequest:
-    method: str
-    target: str  # path with query string, as on the request line
-    headers: list[tuple[str, str]]
-    body: bytes = b""
-    peer_pid: int | None = None
-    via_proxy: bool = False  # sent as a proxy request (absolute URL) for this server's own address
-
-    def header(self, name: str) -> str | None:
-        name = name.lower()
-        return next((v for k, v in self.headers if k.lower() == name), None)
-
-
-@dataclass
-class HTTPResponse:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes = b""
-    chunks: Iterable[bytes] | None = None  # set for streamed replies
-    wire: faults.WireFault | None = None  # a scripted transport fault the server carries out on the socket
-
-    def read_all(self) -> bytes:
-        return b"".join(self.chunks) if self.chunks is not None else self.body
 
 
 @dataclass(frozen=True)
@@ -93,8 +75,11 @@ class FakeModelAPI:
         self._active: _ActiveStep | None = None
         self._started = time.monotonic()
         self._cache = cache_sim.PromptCache()  # what the provider would hold: one run, all its steps
+        self._step_listeners = 0  # listeners adopted from step network namespaces, open now (FakeAPIServer.adopt_listener)
         # Set: serves the control path the recording shim reports launches on (harness/fakeapi/launch_control.py).
         self.control: Callable[[HTTPRequest, str], HTTPResponse] | None = None
+        # One line per failure of the fake API's own (a bug, not the request's fault): answered 500, never a traceback.
+        self.internal_errors: list[str] = []
 
     # ------------------------------------------------------------ step bookkeeping
 
@@ -118,9 +103,69 @@ class FakeModelAPI:
             active, self._active = self._active, None
         return active.script if active else None
 
+    def step_listener_opened(self, opened: bool = True) -> None:
+        """A step's network namespace is served (or, False, no longer): only its processes can reach that listener."""
+        with self._lock:
+            self._step_listeners += 1 if opened else -1
+
     # ------------------------------------------------------------ dispatch
 
     def handle(self, request: HTTPRequest) -> HTTPResponse:
+        """The answer to one request; it is journaled first. Never raises: a fault of the fake API's own is a 500."""
+        try:
+            return self._foreign(request) or self._dispatch(request)
+        except Exception as exc:  # noqa: BLE001 - the connection must get an answer, and the failure a record
+            return self._internal_error(request, exc)
+
+    def refuse_malformed(self, request: HTTPRequest, status: int, reason: str) -> HTTPResponse:
+        """A request the transport could not read whole (its framing, a size limit): journaled `malformed`, a 4xx."""
+        error_type = "request_too_large" if status == 413 else "invalid_request_error"
+        try:
+            path, query = refusal.path_and_query(request.target, strict=False)
+            return self._foreign(request, also=reason) or self._refuse(
+                request, query, path, anthropic.BadRequest(reason, status, error_type), refusal.protocol_of(path))
+        except Exception as exc:  # noqa: BLE001
+            return self._internal_error(request, exc)
+
+    def _foreign(self, request: HTTPRequest, also: str | None = None) -> HTTPResponse | None:
+        """A refusal, journaled `foreign`, for a request the running step did not send (harness/fakeapi/sender.py)."""
+        active = self._active
+        if active is None:
+            return None
+        with self._lock:
+            namespaced = self._step_listeners > 0
+        why = sender.foreign_reason(request, active.pid, namespaced)
+        if why is None:
+            return None
+        path, query = refusal.path_and_query(request.target, strict=False)
+        protocol = refusal.protocol_of(path)
+        with self._lock:
+            exchange = self._new_exchange(request, path, query, FOREIGN, 403, active)
+            exchange.error = sender.FOREIGN_ERROR
+            exchange.notes.insert(0, why)
+            if also is not None:
+                exchange.notes.append(f"also unreadable: {also}")
+            if protocol is not None:
+                exchange.protocol = protocol.NAME
+            self.journal.append(exchange)
+        return refusal.response(exchange.seq, anthropic.BadRequest(exchange.error, 403, "permission_error"), protocol)
+
+    def _internal_error(self, request: HTTPRequest, exc: Exception) -> HTTPResponse:
+        line, response = refusal.internal_error(request, exc)
+        self.record_internal_error(line)
+        return response
+
+    def record_internal_error(self, line: str) -> None:
+        """A failure of the fake API's own (here, or in the transport serving it), kept for the run to report."""
+        with self._lock:
+            self.internal_errors.append(line)
+
+    def _dispatch(self, request: HTTPRequest) -> HTTPResponse:
+        try:
+            refusal.path_and_query(request.target)
+        except anthropic.BadRequest as exc:
+            path, query = refusal.path_and_query(request.target, strict=False)
+            return self._refuse(request, query, path, exc)
         if request.target.startswith("http://") and urlsplit(request.target).netloc in self.own_addresses:
             # A client that sends even loopback through the proxy variables (code-puppy 0.0.827 ignores
             # NO_PROXY) reaches this API by name: nothing left the machine, so it is answered as sent directly.
@@ -176,7 +221,7 @@ class FakeModelAPI:
                 return self._scripted_fault(exchange, turn, reply)
             exchange.reply = reply.journal_view
             self.journal.append(exchange)
-        headers = [("request-id", _request_id(exchange.seq))]
+        headers = [("request-id", refusal.request_id(exchange.seq))]
         if normalized["stream"]:
             headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
             return HTTPResponse(200, headers, chunks=anthropic.render_sse(reply))
@@ -223,7 +268,7 @@ class FakeModelAPI:
         if retry_after is not None:  # journaled as the number of seconds the header said
             exchange.reply["error"]["retry_after"] = int(retry_after) if retry_after.isdigit() else float(retry_after)
         self.journal.append(exchange)
-        rid = _request_id(exchange.seq)
+        rid = refusal.request_id(exchange.seq)
         if protocol is None:
             body = anthropic.error_body(error.message, error.type, rid)
         else:  # an OpenAI format: its error shape
@@ -240,7 +285,7 @@ class FakeModelAPI:
         exchange.error = f"scripted fault: {faulted.summary}"
         exchange.reply = faulted.journal
         self.journal.append(exchange)
-        headers = [("request-id", _request_id(exchange.seq)), *faulted.headers]
+        headers = [("request-id", refusal.request_id(exchange.seq)), *faulted.headers]
         return HTTPResponse(faulted.status, headers, body=faulted.body, chunks=faulted.chunks, wire=faulted.wire)
 
     # ------------------------------------------------------------ OpenAI wire formats
@@ -292,7 +337,7 @@ class FakeModelAPI:
                 )
             exchange.reply = reply.journal_view
             self.journal.append(exchange)
-        headers = [("x-request-id", _request_id(exchange.seq))]
+        headers = [("x-request-id", refusal.request_id(exchange.seq))]
         if normalized["stream"]:
             headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
             return HTTPResponse(200, headers, chunks=protocol.render_sse(reply))
@@ -328,7 +373,7 @@ class FakeModelAPI:
             exchange = self._new_exchange(request, path, query, OUTBOUND, 403, self._active)
             exchange.error = f"outbound {request.method} to {exchange.destination} refused: nothing leaves the machine"
             self.journal.append(exchange)
-        body = anthropic.error_body(exchange.error, "permission_error", _request_id(exchange.seq))
+        body = anthropic.error_body(exchange.error, "permission_error", refusal.request_id(exchange.seq))
         return HTTPResponse(403, [("content-type", "application/json"), ("connection", "close")], body=body)
 
     # ------------------------------------------------------------ journaling
@@ -346,12 +391,7 @@ class FakeModelAPI:
             if protocol is not None:
                 exchange.protocol = protocol.NAME
             self.journal.append(exchange)
-        rid = _request_id(exchange.seq)
-        if protocol is None:
-            body = anthropic.error_body(str(exc), exc.error_type, rid)
-        else:  # an OpenAI format: its error shape
-            body = protocol.refusal_body(exc)
-        return HTTPResponse(exc.status, [("content-type", "application/json"), ("request-id", rid)], body=body)
+        return refusal.response(exchange.seq, exc, protocol)
 
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
         """Called with the lock held: sequence numbers follow arrival order."""
@@ -373,8 +413,6 @@ class FakeModelAPI:
         )
         if request.via_proxy:
             exchange.notes.append("sent through the proxy variables to this API's own address")
+        if active is not None and sender.sender_unknown(request):
+            exchange.notes.append(sender.SENDER_NOT_FOUND)
         return exchange
-
-
-def _request_id(seq: int) -> str:
-    return f"req_harness{seq:012d}"

@@ -22,6 +22,12 @@ there are: about 5 ms here, and as much again for tcp6, before the fake API
 could answer a new connection's first request. The tables remain the way
 when sock_diag is refused or unavailable; tcp6 is read only when tcp did not
 have the connection.
+
+Whether that process is the running step's (`belongs_to_step`) is read from
+/proc too: the step's root process, any descendant of it (the ppid chain),
+anything in its session (each step starts a session of its own, so a child
+reparented when its parent exited still counts), or anything in a PID
+namespace the root made for its children.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Iterable, Iterator, Sequence
 
 _TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 _current = threading.local()
+_MAX_ANCESTORS = 4096  # a ppid chain longer than any real one: a loop read from a racing /proc ends here
 
 # NETLINK_SOCK_DIAG: one exact lookup of an IPv4 TCP connection (linux/inet_diag.h, linux/sock_diag.h).
 NETLINK_SOCK_DIAG = 4
@@ -229,3 +236,55 @@ def _holds(pid: int, link: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def belongs_to_step(pid: int, root: int) -> bool | None:
+    """Whether process `pid` is the step's whose root process is `root`; None when `pid` is gone from /proc.
+
+    The step's: the root itself, a descendant of it, a process in its session (run_process starts
+    each step with a session of its own: the session id is the root's pid), or a process in a PID
+    namespace the root made for its children.
+    """
+    if pid == root:
+        return True
+    stat = _ppid_and_session(pid)
+    if stat is None:
+        return None
+    ppid, session = stat
+    if session == root or _in_pid_namespace_of(pid, root):
+        return True
+    seen = {pid}
+    while ppid > 1 and ppid not in seen and len(seen) < _MAX_ANCESTORS:
+        if ppid == root:
+            return True
+        seen.add(ppid)
+        parent = _ppid_and_session(ppid)
+        if parent is None:
+            return False
+        ppid = parent[0]
+    return False
+
+
+def _ppid_and_session(pid: int) -> tuple[int, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses, so split after the last ")"
+    fields = stat[stat.rfind(b")") + 1:].split()
+    try:
+        return int(fields[1]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _in_pid_namespace_of(pid: int, root: int) -> bool:
+    """True when the root's children live in a PID namespace other than the harness's, and `pid` lives in it."""
+    try:
+        made = os.readlink(f"/proc/{root}/ns/pid_for_children")
+        if made == os.readlink("/proc/self/ns/pid"):
+            return False  # the step's children share the harness's namespace: being in it proves nothing
+        return os.readlink(f"/proc/{pid}/ns/pid") == made
+    except OSError:
+        return False

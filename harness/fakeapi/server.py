@@ -1,22 +1,29 @@
 """The fake model API on a real socket: HTTP/1.1 on 127.0.0.1, keep-alive, one thread per connection.
 
 Only adapts bytes to FakeModelAPI.handle; streamed replies go out with chunked
-transfer encoding so connections stay open between requests.
+transfer encoding so connections stay open between requests. Requests are
+read by harness/fakeapi/http_framing.py, not http.server's reader: whatever a
+local process sends, it gets an answer (a 4xx, journaled `malformed`, for what
+cannot be read), and no server thread prints a traceback (a failure of the
+server's own is one line in FakeModelAPI.internal_errors).
 """
 
 from __future__ import annotations
 
-import os
-import select
 import selectors
 import socket
 import struct
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from harness.fakeapi import http_framing
 from harness.fakeapi.core import FakeModelAPI, HTTPRequest, HTTPResponse
-from harness.fakeapi.peer import NamespaceTables, connections_from, pid_of_peer
+from harness.fakeapi.listeners import AdoptedListener, Wakeup
+from harness.fakeapi.peer import NamespaceTables, pid_of_peer
+from harness.fakeapi.refusal import failure_line
+from harness.fakeapi.transport import HOST_LISTENER, STEP_LISTENER
 
 LOOPBACK = "127.0.0.1"
 
@@ -29,37 +36,63 @@ class _Handler(BaseHTTPRequestHandler):
     # write after the first waited for the client's delayed ACK: about 40 ms per reply on a kept-alive
     # connection (measured by `make bench`), where a real API's stream arrives at once.
     disable_nagle_algorithm = True
+    listener = HOST_LISTENER  # where this handler's connections arrive (harness/fakeapi/sender.py)
     server: "_Server"
 
     def setup(self) -> None:
         super().setup()
         self._peer_pid: int | None = None
         self._peer_looked_up = False
+        self.command, self.requestline, self.request_version = "", "", "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet by design
         pass
 
-    def do_POST(self) -> None:
-        self._dispatch()
+    def handle_one_request(self) -> None:
+        """One request, read strictly and within bounds, then answered; an unreadable one refused and journaled.
 
-    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
+        In place of http.server's own, whose refusals (send_error) were HTML pages, never journaled.
+        """
+        self.close_connection = True
+        try:
+            head = http_framing.read_head(self.rfile)
+            self.command, self.path, self.request_version = head.method, head.target, head.version_text
+            self.requestline = f"{head.method} {head.target} {head.version_text}"
+            body = http_framing.read_body(self.rfile, head, self._send_continue)
+        except http_framing.Closed:
+            return
+        except http_framing.Malformed as bad:
+            self._refuse_unreadable(bad)
+            return
+        # A tunnel request through the proxy variables is answered, journaled, never opened: then closed.
+        self.close_connection = not head.keep_alive or head.method == "CONNECT"
+        request = HTTPRequest(head.method, head.target, head.headers, body, self._peer(), listener=self.listener)
+        self._write_response(self.server.api.handle(request))
 
-    def do_CONNECT(self) -> None:
-        """A tunnel request through the proxy variables: answered, journaled, never opened."""
-        self._dispatch()
+    def _refuse_unreadable(self, bad: http_framing.Malformed) -> None:
+        """Journaled `malformed` (or `foreign`), answered in the provider's error shape, then the connection closed:
+        after framing it cannot read, nobody can tell where a next request would start."""
+        request = HTTPRequest(bad.method, bad.target, bad.headers, bad.body, self._peer(), listener=self.listener)
+        response = self.server.api.refuse_malformed(request, bad.status, bad.reason)
+        response.headers.append(("connection", "close"))
+        self.command = bad.method  # a HEAD's refusal has no body
+        self._write_response(response)
         self.close_connection = True
 
-    def _dispatch(self) -> None:
-        body = self._read_body()
-        if body is None:
-            return
+    def _send_continue(self) -> None:
+        try:
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the body read that follows finds the connection gone
+            pass
+
+    def _peer(self) -> int | None:
+        """The sending pid, looked up once per connection (harness/fakeapi/peer.py)."""
         if not self._peer_looked_up:
             self._peer_looked_up = True
             api = self.server.api
             self._peer_pid = pid_of_peer(self.client_address[1], self.server.server_address[1], [api.step_pid or 0])
-        request = HTTPRequest(self.command, self.path, list(self.headers.items()), body, self._peer_pid)
-        response = self.server.api.handle(request)
-        self._write_response(response)
+        return self._peer_pid
 
     def _write_response(self, response: HTTPResponse) -> None:
         """The response on the socket, with its scripted transport fault (harness/fakeapi/faults.py) if any."""
@@ -92,7 +125,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if cut_chunks is None:
                     self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client hung up, reset, or stopped reading: nobody left to answer
             self.close_connection = True
         if cut_chunks is not None or cut_bytes is not None:
             self.close_connection = True  # closing with the body incomplete is the cut
@@ -126,61 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
                 break
         return True
 
-    def _read_body(self) -> bytes | None:
-        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            parts = []
-            while True:
-                size_line = self.rfile.readline(65537)
-                try:
-                    size = int(size_line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    self.send_error(400, "bad chunked body")
-                    return None
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(3)
-        length = self.headers.get("content-length")
-        if length is None:
-            return b""
-        try:
-            return self.rfile.read(int(length))
-        except ValueError:
-            self.send_error(400, "bad content-length")
-            return None
 
-
-class _Wakeup:
-    """A pipe a polling loop also watches, so that stopping it takes effect at once, not at its next timeout.
-
-    Stopping used to wait out the loops' 50 ms polls: about a tenth of a reference-agent scenario's wall
-    time went to that (up to 50 ms per step for the namespace's listener, up to 50 ms per run for the server).
-    """
-
-    def __init__(self) -> None:
-        self.fd, self._write_fd = os.pipe()
-        os.set_blocking(self._write_fd, False)
-
-    def wake(self) -> None:
-        try:
-            os.write(self._write_fd, b"x")
-        except (BlockingIOError, OSError):  # already woken (the pipe is full), or closed
-            pass
-
-    def drain(self) -> None:
-        try:
-            os.read(self.fd, 4096)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        for fd in (self.fd, self._write_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+class _StepHandler(_Handler):
+    listener = STEP_LISTENER  # adopted from a step's network namespace: only the step's processes connect here
 
 
 class _Server(ThreadingHTTPServer):
@@ -190,7 +171,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, api: FakeModelAPI, port: int):
         self.api = api
-        self._wakeup = _Wakeup()
+        self._wakeup = Wakeup()
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()  # as socketserver's: shutdown() waits for a loop to have run and ended
         try:
@@ -198,6 +179,12 @@ class _Server(ThreadingHTTPServer):
         except BaseException:
             self._wakeup.close()
             raise
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """socketserver prints a handler's exception with its traceback on stderr; here it is one line on record."""
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            self.api.record_internal_error(failure_line(f"the fake API's connection from {client_address} failed", exc))
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """socketserver's loop, also woken by shutdown(): it returns at once instead of at the next poll."""
@@ -228,53 +215,6 @@ class _Server(ThreadingHTTPServer):
         self._wakeup.close()
 
 
-class _AdoptedListener:
-    """One listening socket handed to the server (FakeAPIServer.adopt_listener), accepted on in a thread of its own."""
-
-    def __init__(self, server: _Server, listener: "socket.socket", tables: NamespaceTables | None):
-        self._server, self._listener, self._tables = server, listener, tables
-        self._closed = threading.Event()
-        self._wakeup = _Wakeup()
-        listener.setblocking(False)
-        self._thread = threading.Thread(target=self._accept, name="fakeapi-adopted-listener", daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        poller = select.poll()
-        poller.register(self._listener, select.POLLIN)
-        poller.register(self._wakeup.fd, select.POLLIN)
-        while not self._closed.is_set():
-            if not poller.poll(50) or self._closed.is_set():
-                continue
-            try:
-                conn, address = self._listener.accept()
-            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                continue
-            except OSError:
-                return
-            conn.setblocking(True)
-            threading.Thread(target=self._serve, args=(conn, address), daemon=True).start()
-
-    def _serve(self, conn: "socket.socket", address: tuple) -> None:
-        """As ThreadingHTTPServer serves its own connections, with peers looked up in the listener's namespace."""
-        with connections_from(self._tables):
-            try:
-                self._server.finish_request(conn, address)
-            except Exception:
-                self._server.handle_error(conn, address)
-            finally:
-                self._server.shutdown_request(conn)
-
-    def close(self) -> None:
-        """Stop accepting, join the accepting thread, close the listener; open connections finish on their own."""
-        self._closed.set()
-        self._wakeup.wake()
-        self._thread.join(timeout=5)
-        self._listener.close()
-        if not self._thread.is_alive():
-            self._wakeup.close()
-
-
 class FakeAPIServer:
     """Start in a background thread; `with FakeAPIServer(api) as server: server.base_url`."""
 
@@ -301,14 +241,18 @@ class FakeAPIServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def adopt_listener(self, listener: "socket.socket", tables: NamespaceTables | None = None) -> _AdoptedListener:
+    def adopt_listener(self, listener: "socket.socket", tables: NamespaceTables | None = None) -> AdoptedListener:
         """Also serve the connections accepted on `listener` (same handler, script and journal) until `.close()`.
 
         For a step in a network namespace of its own (harness/netns.py): the listener was created
         there, on 127.0.0.1 at this server's port, and handed over; `tables` are that namespace's
         TCP tables, where the sending pid of its connections is looked up (harness/fakeapi/peer.py).
         """
-        return _AdoptedListener(self._server, listener, tables)
+        return AdoptedListener(self._server, listener, tables, _StepHandler)
+
+    def close(self) -> None:
+        """Give up the port of a server that was never started."""
+        self._server.server_close()
 
     def serve_forever(self) -> None:
         """Foreground serving for `harness serve`; returns on KeyboardInterrupt."""
