@@ -3,8 +3,10 @@
 ``load_located`` parses with a ``yaml.SafeLoader`` subclass: every mapping
 becomes a :class:`LocatedDict` and every sequence a :class:`LocatedList`, both
 remembering the 1-based lines of themselves and of their keys / items, so a
-validator can say *where* a value it rejects was written.  Duplicate keys and
-syntax errors become :class:`~harness.errors.InputError` at the right line.
+validator can say *where* a value it rejects was written.  Duplicate keys,
+syntax errors, scalars PyYAML cannot build (``2024-13-45``), lone surrogates
+and documents past harness.yaml_guards' bounds (alias bombs, deep nesting,
+size) become :class:`~harness.errors.InputError` at the right line.
 
 Key paths in messages are written like ``steps[2].retry.reply[1].tool_use``:
 list positions are counted from 1, as humans count them (``item_path`` takes
@@ -23,6 +25,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness.errors import InputError
+from harness.yaml_guards import MAX_DOCUMENT_SIZE, GuardedLoading
 
 __all__ = [
     "LocatedDict",
@@ -184,8 +187,8 @@ def _plain(value: Any, active: set[int]) -> Any:
 # --------------------------------------------------------------------------- loading
 
 
-class _LocatingLoader(yaml.SafeLoader):
-    """SafeLoader building LocatedDict / LocatedList with line numbers."""
+class _LocatingLoader(GuardedLoading, yaml.SafeLoader):
+    """SafeLoader building LocatedDict / LocatedList with line numbers, refusing what harness.yaml_guards lists."""
 
     source_path: str | Path | None = None
 
@@ -286,6 +289,8 @@ def load_located(text: str, path: str | Path | None = None) -> Any:
     An empty document (or only comments) gives None.  Every problem raises
     InputError naming ``path`` and the 1-based line.
     """
+    if len(text) > MAX_DOCUMENT_SIZE:
+        raise InputError(f"{len(text):,} characters: more than the {MAX_DOCUMENT_SIZE:,} a document may have", path)
     loader = None
     try:
         loader = _LocatingLoader(text)  # the reader rejects unprintable characters here
@@ -307,13 +312,16 @@ def load_located(text: str, path: str | Path | None = None) -> Any:
 def load_located_file(path: str | Path) -> Any:
     """Read ``path`` as UTF-8 and ``load_located`` it."""
     try:
-        raw = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:  # bounded: /dev/zero or a runaway file is refused, not read whole
+            raw = handle.read(MAX_DOCUMENT_SIZE + 1)
     except IsADirectoryError:
         raise InputError("expected a file, got a directory", path) from None
     except FileNotFoundError:
         raise InputError("no such file", path) from None
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror or error}", path) from None
+    if len(raw) > MAX_DOCUMENT_SIZE:
+        raise InputError(f"more than the {MAX_DOCUMENT_SIZE:,} bytes a document may have", path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
