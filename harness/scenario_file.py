@@ -32,11 +32,6 @@ from harness.yamlsource import (
     unknown_key_error,
 )
 
-#
-# Everything below turns a YAML file into the classes above.  Every rejection
-# is an InputError naming the file, the 1-based line and the key path
-# (``steps[2].retry.reply[1].tool_use.name``; list positions count from 1).
-
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 FOUND_FOLDER = "found"  # harness explore's inbox (see find_scenario_files)
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -47,6 +42,7 @@ _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory befo
 _DECLARED_STEP_KEYS = ("temporary", "prefix_change")  # what the scenario tells the checks about this step
 _PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
 _COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
+_LAUNCHER_TEXT = "it stands for text the agent's launcher passes it as a process argument"  # top-level temporary
 
 
 class _ScenarioReader(ChecksReader):
@@ -72,7 +68,7 @@ class _ScenarioReader(ChecksReader):
             raise self.error(f"expected a name matching {NAME_PATTERN}, got {name!r}", name_line, "name")
 
         description = self.optional_string(doc, "description", "") or ""
-        append = self.optional_string(doc, "append", "", non_empty=True)
+        append = self.optional_argument(doc, "append", "")
         temporary = self.temporary_texts(doc)
         min_cache_reuse = None
         if "min_cache_reuse" in doc:
@@ -121,9 +117,12 @@ class _ScenarioReader(ChecksReader):
             return ()
         value, line = doc["temporary"], doc.key_line("temporary")
         if isinstance(value, str):
-            return (self.string(value, line, "temporary", non_empty=True),)
+            return (self.argument(value, line, "temporary", carried_as=_LAUNCHER_TEXT),)
         items = self.list_(value, line, "temporary", "a text or a non-empty list of texts")
-        return tuple(self.string(item, items.item_line(i), item_path("temporary", i), non_empty=True) for i, item in enumerate(items))
+        return tuple(
+            self.argument(item, items.item_line(i), item_path("temporary", i), carried_as=_LAUNCHER_TEXT)
+            for i, item in enumerate(items)
+        )
 
     def ratio(self, value: Any, line: int | None, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -191,7 +190,7 @@ class _ScenarioReader(ChecksReader):
         else:
             self.known_keys(body, _PROMPT_STEP_KEYS, where)
             prompt_value = self.require(body, "prompt", where)
-            prompt = self.string(prompt_value, body.key_line("prompt"), child_path(where, "prompt"), non_empty=True)
+            prompt = self.argument(prompt_value, body.key_line("prompt"), child_path(where, "prompt"))
 
         turns: tuple[Turn, ...] = ()
         if "reply" in body:
@@ -216,8 +215,8 @@ class _ScenarioReader(ChecksReader):
         edits: tuple[tuple[str, str], ...] = ()
         if "edit" in body:
             edits = self.edits(body["edit"], body.key_line("edit"), child_path(where, "edit"))
-        commit = self.optional_string(body, "commit", where, non_empty=True)
-        temporary = self.optional_string(body, "temporary", where, non_empty=True)
+        commit = self.optional_argument(body, "commit", where, carried_as="it is git commit's message argument")
+        temporary = self.optional_argument(body, "temporary", where)
         prefix_change = self.optional_string(body, "prefix_change", where, non_empty=True)
         if prefix_change is not None and i == 0:
             raise self.error(
@@ -251,6 +250,7 @@ class _ScenarioReader(ChecksReader):
             key_line = m.key_line(name)
             if not isinstance(name, str) or not name.strip():
                 raise self.error(f"expected a relative file path as key, got {describe(name)}", key_line, where)
+            self.argument(name, key_line, key_where, carried_as="it is a file path")
             parts = Path(name).parts
             if not parts or Path(name).is_absolute() or ".." in parts or parts[0] == ".git":
                 raise self.error(

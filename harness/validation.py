@@ -14,6 +14,9 @@ from harness.errors import InputError
 from harness.yamlsource import LocatedDict, LocatedList, child_path, describe, type_name, unknown_key_error
 
 
+ARGUMENT = "it reaches the agent as a process argument"
+
+
 def quote_hint(value: Any) -> str:
     if isinstance(value, (bool, int, float)) or type_name(value) in ("a date", "a timestamp"):
         return "; quote it to make it text"
@@ -57,6 +60,27 @@ class Reader:
         if key not in m:
             return None
         return self.string(m[key], m.key_line(key), child_path(where, key), non_empty=non_empty)
+
+    def argument(self, value: Any, line: int | None, where: str, *, carried_as: str = ARGUMENT) -> str:
+        """A non-empty string that reaches the agent as a process argument (or a path): exec cannot carry a NUL.
+
+        YAML's "\\0" and "\\x00" write one; refused here, it would stop the run mid-step with a traceback.
+        """
+        text = self.string(value, line, where, non_empty=True)
+        nul = text.find("\0")
+        if nul >= 0:
+            raise self.error(
+                f"contains a NUL character (character {nul + 1} of {len(text)}): {carried_as}, "
+                "which cannot hold one",
+                line,
+                where,
+            )
+        return text
+
+    def optional_argument(self, m: LocatedDict, key: str, where: str, *, carried_as: str = ARGUMENT) -> str | None:
+        if key not in m:
+            return None
+        return self.argument(m[key], m.key_line(key), child_path(where, key), carried_as=carried_as)
 
     def list_(self, value: Any, line: int | None, where: str, expected: str) -> LocatedList:
         if not isinstance(value, LocatedList):

@@ -1,4 +1,4 @@
-"""Scenario and target documents written to hurt: alias bombs, huge and deep values (issue 18).
+"""Scenario and target documents written to hurt: alias bombs, NUL characters, huge and deep values (issue 18).
 
 Each is one line and exit 2 naming the file (and the line where there is one),
 found before memory grows or a step starts; never a traceback.  Plain uses of
@@ -133,6 +133,18 @@ def test_plain_anchors_aliases_and_merge_keys_keep_working(tmp_path):
                               "--quiet"])
     assert_kept_promise(outcome, scenario)
     assert outcome.code == 0, outcome.describe()
+
+
+# --------------------------------------------------------------------------- NUL characters
+
+
+@pytest.mark.parametrize("written", ["\\0", "\\x00", "\\u0000"])
+@pytest.mark.parametrize("target", ["reference", "reference+in-process"])
+def test_nul_in_a_prompt_is_refused_before_any_step(tmp_path, written, target):
+    scenario = write(tmp_path / "nul.yaml", scenario_text(prompt=f'"say{written}hi"'))
+    outcome = run_in_process(["run", str(scenario), "-t", target, "--report-dir", str(tmp_path / "r"), "--quiet"])
+    assert_input_error(outcome, scenario, f"{scenario}:5: steps[1].launch.prompt: contains a NUL character")
+    assert not (tmp_path / "r" / "journal").exists()
 
 
 # --------------------------------------------------------------------------- huge and deep values
