@@ -104,6 +104,14 @@ def _stop_on_signal(signum, frame) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Everything the command prints goes through the one redactor: an agent's credentials reach no console."""
+    from harness.redaction import redacting_console
+
+    with redacting_console():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("run", "diff", "explore", "minimize"):
         for stop in (signal.SIGINT, signal.SIGTERM):
@@ -197,9 +205,12 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
         comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
                              args.fail_on_unchanged_fail, args.require_fix)
     except Interrupted as stop:
+        from harness.redaction import redact, redact_json
+
         note = f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}; no comparison was made\n"
-        (report_dir / "summary.md").write_text(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n")
-        (report_dir / "comparison.json").write_text(json.dumps({"interrupted": True, "error": stop.result.error}) + "\n")
+        (report_dir / "summary.md").write_text(redact(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n"))
+        (report_dir / "comparison.json").write_text(
+            json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
         print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
         return EXIT_INTERRUPTED
     written = report.write_all(comparison, report_dir, command)

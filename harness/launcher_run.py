@@ -25,7 +25,6 @@ from typing import Callable, Mapping, Protocol
 from harness import netns
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import redact_text
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.launch_control import LaunchControl
 from harness.fakeapi.script import StepScript
@@ -33,6 +32,7 @@ from harness.fakeapi.server import FakeAPIServer
 from harness.launch_shim import CONTROL_PATH, write_shim
 from harness.launches import Launch, LaunchJournal
 from harness.process import run_process, tail
+from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
 from harness.step_requests import exit_problem, record_requests, turn_problem
@@ -103,7 +103,7 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
         on_step(result)
     every = sorted([*steps.reported.values(), *results], key=lambda r: r.index)
     failed = next((r for r in every if r.error), None)
-    stderr = redact_text(tail(stderr_path, 400)).strip()
+    stderr = redact_tail(tail(stderr_path, 400 + TAIL_MARGIN), 400).strip()
     said = f"; its stderr ends with: {stderr[-400:]!r}" if stderr else ""
     if isolation.error and not outcome.launch_error:
         return f"{launcher.name} could not start: {isolation.error}"

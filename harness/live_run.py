@@ -18,12 +18,13 @@ from pathlib import Path
 
 from harness import netns, workdir
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import Exchange, redact_text
+from harness.fakeapi.exchange import Exchange
 from harness.fakeapi.journal import Journal
 from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
 from harness.fakeapi.server import FakeAPIServer
 from harness.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
 from harness.process import check_stop, run_process, tail
+from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
 from harness.step_requests import exit_problem, record_requests, turn_problem
@@ -33,6 +34,7 @@ from harness.workspace import FAKE_API_KEY, Workspace, step_environment
 
 # Where in-process agents are told the API is: `.invalid` never resolves, so a request that escaped respx fails.
 IN_PROCESS_BASE_URL = "http://fake-api.in-process.invalid"
+TAIL_LIMIT = 2000  # characters of an agent's stdout and stderr a step result keeps
 
 
 class LiveRun:
@@ -175,8 +177,9 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     result.exit_code = outcome.exit_code
     result.duration_s = round(outcome.duration_s, 3)
     result.timed_out = outcome.timed_out
-    result.stdout_tail = redact_text(tail(stdout_path))  # reports quote these: no credential an agent printed
-    result.stderr_tail = redact_text(tail(stderr_path))
+    # Reports quote these: no credential an agent printed, redacted before the cut so a secret across it shows nothing.
+    result.stdout_tail = redact_tail(tail(stdout_path, TAIL_LIMIT + TAIL_MARGIN), TAIL_LIMIT)
+    result.stderr_tail = redact_tail(tail(stderr_path, TAIL_LIMIT + TAIL_MARGIN), TAIL_LIMIT)
     if outcome.leftovers_killed:
         result.notes.append("processes of the step were still running after it exited; their group was killed")
     record_requests(result, exchanges, script)
@@ -194,7 +197,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         result.error = (
             f"could not read the session id ({target.session_id.describe()}) from this {step.kind} step's output, "
             f"which the target's contract requires of every step{target.session_id_exemptions()}; "
-            f"stdout ends with: {redact_text(tail(stdout_path, 300))!r}"
+            f"stdout ends with: {redact_tail(tail(stdout_path, 300 + TAIL_MARGIN), 300)!r}"
         )
         return result
     result.session_id = new_id or run.session_id

@@ -151,9 +151,10 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioMismatch):
+            from harness.redaction import redact
             from harness.report.cells import explain
 
-            return explain(excinfo.value.result)
+            return redact(explain(excinfo.value.result))
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
@@ -193,7 +194,9 @@ class ComparisonItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, GateFailure):
-            return excinfo.value.text
+            from harness.redaction import redact
+
+            return redact(excinfo.value.text)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):

@@ -34,7 +34,7 @@ from harness.secret_shapes import Span, all_shapes
 
 REDACTED = "[redacted]"
 __all__ = ["REDACTED", "is_secret_name", "redact", "redact_many", "redact_value", "redact_headers", "redact_query",
-           "secret_spans", "redact_json", "redact_xml", "RedactingStream", "redacting_console"]
+           "secret_spans", "redact_json", "redact_xml", "RedactingStream", "redacting_console", "TAIL_MARGIN", "redact_tail"]
 
 # Every secret the rules know holds a run of 16 token characters (every vendor shape, detect-secrets' included,
 # and a private key's body), or an `=` or `:` (a named value, a URL's password), or a bearer token. A text with
@@ -258,3 +258,16 @@ def redacting_console() -> Iterator[None]:
             if isinstance(stream, RedactingStream) and stream not in saved:
                 stream.flush()
         sys.stdout, sys.stderr = saved
+
+
+# How much more of a captured stream to read than a tail shows: a secret the cut runs through (a private-key block
+# is about 3 KB) is redacted whole before the cut, instead of its end showing because its start was cut away.
+TAIL_MARGIN = 8192
+
+
+def redact_tail(text: str, limit: int) -> str:
+    """The last `limit` characters of `text` once all of it is redacted; read `text` with TAIL_MARGIN to spare."""
+    text = redact(text)
+    if len(text) <= limit:
+        return text
+    return "…" + text[-limit:].lstrip("…")

@@ -30,7 +30,8 @@ _SCHEME = r"(?:(?:bearer|basic|digest)[ \t]+)?"  # `Authorization: Bearer …`: 
 # From the credential word on: the rest of the name, the separator, and a quoted or a bare value (matched in
 # lowered() text: the patterns are lower case).
 _ASSIGNMENT = re.compile(
-    NAME_WORD + r"(?![a-z])(?P<rest>[A-Za-z0-9_.-]{0,64})"
+    # No '.' after the word: `unknown-key.yaml:2:` is a file and a line, not a key and its value.
+    NAME_WORD + r"(?![a-z])(?P<rest>[A-Za-z0-9_-]{0,64})"
     r"""["']?[ \t]*[:=][ \t]*"""
     r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n<>\\\x00]{1,1024})(?P=quote)|""" + _SCHEME + r"(?P<bare>" + _BARE + "))",
 )

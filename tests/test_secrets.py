@@ -365,3 +365,12 @@ def test_the_console_stream_redacts_whole_lines_and_restores_what_it_wrapped(mon
         print("token: " + key, file=sys.stderr)
     assert sys.stdout is out and sys.stderr is err
     assert out.getvalue().endswith(f"DATABASE_PASSWORD={REDACTED}\n") and err.getvalue() == f"token: {REDACTED}\n"
+
+
+def test_a_file_named_like_a_credential_keeps_its_line_number_in_an_error():
+    """`unknown-key.yaml:2:` is where a problem is, not a key and its value: error lines must stay readable."""
+    from harness.redaction import redact
+
+    for line in ("harness: error: unknown-key.yaml:2: unknown key 'apend'", "secrets.yaml:12: steps[1]: bad",
+                 "config/api_token.json:3: expected a string"):
+        assert redact(line) == line
