@@ -113,6 +113,13 @@ def unblocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
+def block_again() -> None:
+    """After a library call that unblocked the stop signals in this thread (multiprocessing starting its resource
+    tracker does): blocked again, so the next stop is still told apart."""
+    if _installed:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 def step_started(pid: int, label: str) -> None:
     """Called by run_process: a stop sent from this step's process tree is reported with the step's name.
 

@@ -56,6 +56,7 @@ HARNESS = r'''
 import json, signal, sys
 from pathlib import Path
 from harness import lifetime, process, stopping
+from harness.parallel import run_matrix_parallel
 from harness.runner import Interrupted, run_scenario
 from harness.scenario_file import parse_scenario
 from harness.targets.command import load_target_file
@@ -64,21 +65,27 @@ def stop(signum, frame):  # as harness/cli.py's handler
     process.request_stop()
     raise KeyboardInterrupt
 
-folder, mode, warden = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-if warden == "none":  # a warden that exits before it is ready: steps start from the harness itself
-    lifetime.WARDEN = [sys.executable, "-c", "pass"]
-for sig in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(sig, stop)
-installed = stopping.install()
-scenario = parse_scenario("name: stops\nappend: x\nsteps:\n  - launch: {prompt: a, reply: A}\n")
-try:
-    result = run_scenario(scenario, load_target_file(folder / f"{mode}.yaml"), keep_workspace=True)
-except Interrupted as stopped:
-    result = stopped.result
-last = stopping.last_stop()
-print(json.dumps({"installed": installed, "stop": last.__dict__ if last else None, "message": stopping.stop_message(),
-                  "interrupted": result.interrupted, "workspace": result.workspace,
-                  "notes": result.steps[0].notes if result.steps else []}))
+if __name__ == "__main__":  # -n workers import this file again
+    folder, mode, how = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    if how == "none":  # a warden that exits before it is ready: steps start from the harness itself
+        lifetime.WARDEN = [sys.executable, "-c", "pass"]
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    installed = stopping.install()
+    scenarios = [parse_scenario(f"name: {name}\nappend: x\nsteps:\n  - launch: {{prompt: a, reply: A}}\n")
+                 for name in ("stops", "also")]
+    target = load_target_file(folder / f"{mode}.yaml")
+    if how == "-n 2":
+        result = run_matrix_parallel(scenarios, [target], [str(folder / f"{mode}.yaml")], None, workers=2)[0]
+    else:
+        try:
+            result = run_scenario(scenarios[0], target, keep_workspace=True)
+        except Interrupted as stopped:
+            result = stopped.result
+    last = stopping.last_stop()
+    print(json.dumps({"installed": installed, "stop": last.__dict__ if last else None,
+                      "message": stopping.stop_message(), "interrupted": result.interrupted,
+                      "workspace": result.workspace, "notes": result.steps[0].notes if result.steps else []}))
 '''
 
 
@@ -96,8 +103,8 @@ def folder(tmp_path):
     return tmp_path
 
 
-def start_harness(folder: Path, mode: str, warden: str = "warden", **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(folder / "harness_script.py"), str(folder), mode, warden],
+def start_harness(folder: Path, mode: str, how: str = "serial", **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(folder / "harness_script.py"), str(folder), mode, how],
                             env={**os.environ, "TMPDIR": str(folder / "tmp"), **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -113,20 +120,10 @@ def finish(harness: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def wait_for(path_glob: str, root: Path, timeout: float = 60) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [p for p in root.glob(path_glob) if p.stat().st_size]
-        if found:
-            return found[0]
-        time.sleep(0.05)
-    raise AssertionError(f"nothing matched {path_glob} under {root} within {timeout}s")
-
-
 @pytest.mark.parametrize("way", ["warden", "warden, HARNESS_NETNS=off", "no warden"])
 def test_no_agent_inherits_the_stop_signals_the_harness_blocks(folder, way):
     env = {"HARNESS_NETNS": "off"} if "off" in way else {}
-    report = finish(start_harness(folder, "masks", "none" if way == "no warden" else "warden", **env))
+    report = finish(start_harness(folder, "masks", "none" if way == "no warden" else "serial", **env))
     assert report["installed"] is True
     masks = json.loads((Path(report["workspace"]) / "home" / "masks.json").read_text())
     assert masks["agent"]["SigBlk"] == masks["child"]["SigBlk"] == "0000000000000000", masks
@@ -148,10 +145,16 @@ def test_an_agent_that_stops_the_harness_is_named_as_the_sender(folder):
     assert report["message"].endswith("python agent.py stop-the-harness)"), report["message"]
 
 
-def test_a_stop_from_outside_is_said_to_come_from_outside(folder):
-    harness = start_harness(folder, "hang")
+@pytest.mark.parametrize("how", ["serial", "-n 2"])
+def test_a_stop_from_outside_is_said_to_come_from_outside(folder, how):
+    """-n 2 as well: starting the workers starts multiprocessing's resource tracker, which unblocks the signals."""
+    harness = start_harness(folder, "hang", how)
     try:
-        wait_for("harness-*/home/sender.json", folder / "tmp")
+        deadline = time.monotonic() + 60
+        while len(list((folder / "tmp").glob("harness-*/home/sender.json"))) < (2 if how == "-n 2" else 1):
+            assert time.monotonic() < deadline and harness.poll() is None, "the agents did not start"
+            time.sleep(0.05)
+        time.sleep(0.2)
         harness.send_signal(signal.SIGTERM)
     finally:
         report = finish(harness)
