@@ -23,8 +23,9 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import Any, Mapping
 
+from harness.fakeapi.append_only import AppendOnlyLines
 from harness.redaction import redact_value
 
 RUNNER, SHIM = "runner", "shim"
@@ -75,10 +76,12 @@ class LaunchJournal:
         self._lock = threading.Lock()
         self._launches: list[Launch] = []
         self._started = time.monotonic()
-        self._sink: IO[str] | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._sink = path.open("a", encoding="utf-8")
+        self._file = AppendOnlyLines(path, "launch journal") if path is not None else None
+
+    @property
+    def write_error(self) -> str | None:
+        """Set once the disk refused a line (harness/fakeapi/append_only.py): the harness's failure, not the agent's."""
+        return self._file.write_error if self._file is not None else None
 
     def start(self, argv: list[str], cwd: str, env: Mapping[str, str], *, step: int | None, step_kind: str | None,
               pid: int | None, recorded_by: str) -> Launch:
@@ -107,15 +110,17 @@ class LaunchJournal:
             return [Launch(**asdict(launch)) for launch in self._launches]
 
     def _write(self, record: dict[str, Any]) -> None:
-        if self._sink is not None:
-            self._sink.write(json.dumps(record, ensure_ascii=False) + "\n")
-            self._sink.flush()
+        if self._file is not None:
+            try:
+                line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate in an argv: legal as a JSON \u escape, not as UTF-8
+                line = (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
+            self._file.write_line(line)
 
     def close(self) -> None:
         with self._lock:
-            if self._sink is not None:
-                self._sink.close()
-                self._sink = None
+            if self._file is not None:
+                self._file.close()
 
 
 def launch_journal_path(request_journal: Path) -> Path:

@@ -99,6 +99,10 @@ class LiveRun:
     def exchanges(self) -> list[Exchange]:
         return self.journal.exchanges()
 
+    def record_error(self) -> str | None:
+        """Why the record of this run is incomplete through the harness's own fault (a journal the disk refused)."""
+        return self.journal.write_error or self.launches.write_error
+
     def recorded_launches(self) -> list[Launch]:
         return self.launches.launches()
 

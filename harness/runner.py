@@ -91,14 +91,21 @@ def run_matrix(
             return results
         progress.run_finished(result)
         results.append(result)
+        if result.record_error is not None:  # a full disk stays full: the rest could not be recorded either
+            results += [not_run(s, t, f"not run: the harness could not keep its record ({result.record_error})")
+                        for s, t in pairs[number:]]
+            return results
     return results
 
 
-def not_run(scenario: Scenario, target: Target) -> RunResult:
-    """A planned run the harness was stopped before: listed in every report, never counted as a verdict."""
-    result = RunResult(scenario=scenario.name, target=target.name, status=ERROR, interrupted=True,
+def not_run(scenario: Scenario, target: Target, why: str | None = None) -> RunResult:
+    """A planned run the harness was stopped before: listed in every report, never counted as a verdict.
+
+    Without `why`, the harness was interrupted (Ctrl-C, SIGTERM); with it, the harness could not go on.
+    """
+    result = RunResult(scenario=scenario.name, target=target.name, status=ERROR, interrupted=why is None,
                        scenario_path=str(scenario.path) if scenario.path else None,
-                       error="not run: the harness was interrupted before this run")
+                       error=why or "not run: the harness was interrupted before this run")
     result.checks = judge(scenario, target, [], result.error)
     return result
 
@@ -139,12 +146,18 @@ def run_scenario(
                 if step_result.error:
                     result.error = f"step {step.index} ({step.kind}): {step_result.error}"
                     break
+                if run.record_error() is not None:  # what the next steps send could not be kept either
+                    break
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the CLI
         stopped = True
         step = scenario.steps[len(result.steps)] if len(result.steps) < len(scenario.steps) else scenario.steps[-1]
         result.error = (f"interrupted during step {step.index} ({step.kind}): the run is incomplete; "
                         f"the journal keeps the {len(run.exchanges())} request(s) it saw")
         result.interrupted = True
+    result.record_error = run.record_error()
+    if result.record_error is not None:  # the harness's own failure: named first, and the agent is not blamed
+        also = f"; {result.error}" if result.error else ""
+        result.error = f"the harness could not keep its record of this run: {result.record_error}; not judged{also}"
     if keep_workspace:
         result.workspace = str(run.workspace.root)
     result.checks = judge(scenario, target, run.exchanges(), result.error, run.recorded_launches())

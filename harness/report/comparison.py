@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.diff import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, Cell, Comparison, ScenarioDiff
 from harness.redaction import redact, redact_json, redact_xml
+from harness.report import files
 from harness.report.cells import explain, indent
 from harness.results import CheckResult, RunResult
 
@@ -196,6 +197,6 @@ def write_all(comparison: Comparison, report_dir: Path, command: list[str]) -> l
         ("junit.xml", junit(comparison) + "\n"),
     ):
         path = report_dir / name
-        path.write_text(text, encoding="utf-8")
+        files.write_text(path, text)
         written.append(path)
     return written

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.diff import CHANGES, Comparison, ScenarioDiff, judged_as_of
 from harness.fakeapi.exchange import Exchange
+from harness.report import files
 from harness.report.html_diffview import diff_view
 from harness.report.html_style import CSS
 from harness.report.html_text import attr, esc
@@ -60,7 +61,7 @@ def render_comparison(comparison: Comparison, command: list[str] | None = None) 
 def write_comparison(comparison: Comparison, path: Path, command: list[str] | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_comparison(comparison, command), encoding="utf-8")
+    files.write_text(path, render_comparison(comparison, command))
     return path
 
 

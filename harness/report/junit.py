@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Sequence
 
 from harness.redaction import redact_xml
+from harness.report import files
 from harness.report.cells import explain, mismatch_heading
 from harness.results import CANNOT_EXPRESS, ERROR, RunResult
 
 
-def write(results: list[RunResult], path: Path) -> Path:
+def write(results: list[RunResult], path: Path, notes: Sequence[str] = ()) -> Path:
     suites = ET.Element("testsuites", name="harness")
     by_scenario: dict[str, list[RunResult]] = {}
     for result in results:
         by_scenario.setdefault(result.scenario, []).append(result)
     for scenario, runs in by_scenario.items():
         suite = ET.SubElement(suites, "testsuite", name=scenario)
+        if notes:  # every suite carries them: a CI view may show one suite alone
+            properties = ET.SubElement(suite, "properties")
+            for note in notes:
+                ET.SubElement(properties, "property", name="harness.note", value=note)
         tests = failures = errors = 0
         duration = 0.0
         for run in runs:
@@ -49,7 +55,7 @@ def write(results: list[RunResult], path: Path) -> Path:
         suite.set("time", f"{duration:.3f}")
     tree = ET.ElementTree(redact_xml(suites))  # every text and attribute, before it is escaped
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    files.write_bytes(path, ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True))
     return path
 
 

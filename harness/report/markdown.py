@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from harness.redaction import redact
-from harness.report import vantage
+from harness.report import files, vantage
 from harness.report.cells import cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
 
 
-def render(results: list[RunResult]) -> str:
+def render(results: list[RunResult], notes: Sequence[str] = ()) -> str:
     total = counts(results)
     ok = total["as_expected"] == total["runs"]
     stopped = [r for r in results if r.interrupted]
@@ -23,6 +24,7 @@ def render(results: list[RunResult]) -> str:
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, "
         f"{total['errors']} errors. `!` marks a verdict that differs from the scenario's expectation.",
         "",
+        *(line for note in notes for line in (f"> **Note:** {note}", "")),
     ]
     columns = check_columns(results)
     lines.append("| scenario | target | " + " | ".join(columns) + " | result |")
@@ -52,6 +54,6 @@ def render(results: list[RunResult]) -> str:
     return redact("\n".join(lines) + "\n")
 
 
-def write(results: list[RunResult], path: Path) -> Path:
-    path.write_text(render(results), encoding="utf-8")
+def write(results: list[RunResult], path: Path, notes: Sequence[str] = ()) -> Path:
+    files.write_text(path, render(results, notes))
     return path
