@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import InputError
+from harness.report.files import ReportWriteError
 from harness.process import request_stop
 
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
 DEFAULT_SCENARIOS = "scenarios"
+DEFAULT_TARGET_NOTE = "no --target given: these runs judge the built-in reference agent, not an agent of yours"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,8 +156,9 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     specs = args.target or ["reference"]
     targets = resolve_targets(specs, target_file_from_working_tree=args.target_file_from_working_tree)
     report_dir = _prepare_report_dir(args.report_dir)
-    if not args.target:
-        print("harness: no --target given: running the clean reference agent", file=sys.stderr)
+    notes = [] if args.target else [DEFAULT_TARGET_NOTE]  # said on the console and in every report written
+    for note in notes:
+        print(f"harness: {note}", file=sys.stderr)
     progress = None if args.quiet else console.ConsoleProgress(concurrent=args.workers > 1)
     if args.workers > 1:
         from harness.parallel import run_matrix_parallel
@@ -164,12 +167,27 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
                                       args.workers)
     else:
         results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
-    written = write_reports(results, report_dir, command)
+    try:
+        written = write_reports(results, report_dir, command, notes)
+    except ReportWriteError as exc:
+        print(console.table(results))
+        print(f"harness: error: {exc}; the verdicts above are in no report", file=sys.stderr)
+        return EXIT_DIFFERS
     _print_outcome(console.table(results), console.failure_details(results), written, report_dir,
                    vantage.text_section(results))
+    _say_harness_failure(results)
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
+
+
+def _say_harness_failure(results) -> None:
+    """The harness's own failure (a journal the disk refused) as the last line: the agent is not the one to look at."""
+    failed = next((r for r in results if r.record_error), None)
+    if failed is not None:
+        later = sum(1 for r in results if r.error and r.error.startswith("not run: the harness could not keep"))
+        rest = f"; {later} later run(s) were not run" if later else ""
+        print(f"harness: error: {failed.record_error} (in {failed.scenario} on {failed.target}){rest}", file=sys.stderr)
 
 
 def _print_outcome(table: str, details: str, written: list[Path], report_dir: Path, both_sides: str = "") -> None:
@@ -213,8 +231,13 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
             json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
         print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
         return EXIT_INTERRUPTED
-    written = report.write_all(comparison, report_dir, command)
-    written.append(_write_html(comparison, report_dir, command))
+    try:
+        written = report.write_all(comparison, report_dir, command)
+        written.append(_write_html(comparison, report_dir, command))
+    except ReportWriteError as exc:
+        print(report.table(comparison))
+        print(f"harness: error: {exc}; the comparison above is in no report", file=sys.stderr)
+        return EXIT_DIFFERS
     _print_outcome(report.table(comparison), report.details(comparison), written, report_dir)
     return EXIT_DIFFERS if comparison.gate_failures() else EXIT_OK
 

@@ -189,3 +189,21 @@ def test_serve_records_an_incident_into_a_fresh_folder(tmp_path):
     assert again.returncode == 2 and "already holds a recording" in again.stderr
     both = harness("serve", "--record", str(folder), "--journal", str(tmp_path / "j.jsonl"), cwd=tmp_path, timeout=20)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_a_run_without_a_target_says_so_on_the_console_and_in_every_report(tmp_path, scenario_file):
+    """The CLI keeps its default (the reference agent), but nobody reading any one output can miss it."""
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "out"
+    done = harness("run", str(scenario_file), "--report-dir", str(out), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    note = "no --target given: these runs judge the built-in reference agent, not an agent of yours"
+    assert f"harness: {note}" in done.stderr
+    assert json.loads((out / "results.json").read_text())["notes"] == [note]
+    assert note in (out / "summary.md").read_text()
+    properties = ET.parse(out / "junit.xml").getroot().iter("property")
+    assert [(p.get("name"), p.get("value")) for p in properties] == [("harness.note", note)]
+    named = harness("run", str(scenario_file), "--target", "reference", "--report-dir", str(tmp_path / "named"), "-q",
+                    cwd=tmp_path)
+    assert note not in named.stderr and json.loads((tmp_path / "named" / "results.json").read_text())["notes"] == []
