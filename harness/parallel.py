@@ -55,10 +55,10 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness import stopping
 from harness.parallel_worker import STOP_SIGNALS, Silent, worker_main
 from harness.results import RunResult
 from harness.scenario import Scenario
+from harness.stopping import block_again as block_stop_signals_again
 from harness.targets.base import Target
 
 START_METHOD = "spawn"
@@ -156,7 +156,7 @@ class _Pool:
                 self.workers.append(_Worker(process, parent_end))
                 if self.stopping:
                     break
-            stopping.block_again()  # starting a worker starts multiprocessing's resource tracker, which unblocks them
+            block_stop_signals_again()  # starting a worker starts multiprocessing's resource tracker, which unblocks them
             self._loop(pending)
         finally:
             self._reap()
