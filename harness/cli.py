@@ -116,8 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("run", "diff", "explore", "minimize"):
+        from harness import stopping
+        from harness.workspace import sweep_stale_workspaces
+
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, _stop_on_signal)
+        stopping.install()  # before any thread starts: a stop's sender is told apart (an agent, not the user)
+        sweep_stale_workspaces()  # what the runs of a killed harness left in the temporary folder
     try:
         if args.command == "run":
             return _run(args, list(sys.argv if argv is None else ["harness", *argv]))
@@ -183,11 +188,11 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
 
 def _say_harness_failure(results) -> None:
     """The harness's own failure (a journal the disk refused) as the last line: the agent is not the one to look at."""
-    failed = next((r for r in results if r.record_error), None)
+    failed = next((r for r in results if r.harness_failure), None)
     if failed is not None:
-        later = sum(1 for r in results if r.error and r.error.startswith("not run: the harness could not keep"))
+        later = sum(1 for r in results if r.error and r.error.startswith("not run: the harness could not go on"))
         rest = f"; {later} later run(s) were not run" if later else ""
-        print(f"harness: error: {failed.record_error} (in {failed.scenario} on {failed.target}){rest}", file=sys.stderr)
+        print(f"harness: error: {failed.harness_failure} (in {failed.scenario} on {failed.target}){rest}", file=sys.stderr)
 
 
 def _print_outcome(table: str, details: str, written: list[Path], report_dir: Path, both_sides: str = "") -> None:
@@ -225,7 +230,11 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
     except Interrupted as stop:
         from harness.redaction import redact, redact_json
 
-        note = f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}; no comparison was made\n"
+        from harness import stopping
+
+        who = stopping.stop_message()
+        note = (f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}"
+                f"{f' ({who})' if who else ''}; no comparison was made\n")
         (report_dir / "summary.md").write_text(redact(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n"))
         (report_dir / "comparison.json").write_text(
             json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")

@@ -45,6 +45,7 @@ that its processes are not bound to the harness's lifetime.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -270,4 +271,22 @@ def _forget_in_child() -> None:
     _current, _failure = None, None
 
 
+def _release_at_exit() -> None:
+    """An orderly exit ends the warden as a SIGKILL would (its socket closes), then collects it, so a finished
+    harness leaves neither its steps' leftovers nor a zombie warden behind for init to reap."""
+    global _current
+    with _lock:
+        current, _current = _current, None
+    if current is None:
+        return
+    current.close()
+    try:
+        current.process.wait(timeout=RELEASE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        current.process.kill()
+        current.process.wait()
+
+
+RELEASE_TIMEOUT_S = 10.0  # the warden's last round of killing what the steps left, at the harness's exit
+atexit.register(_release_at_exit)
 os.register_at_fork(after_in_child=_forget_in_child)

@@ -46,8 +46,13 @@ class LiveRun:
 
     def __init__(self, scenario: Scenario, target: Target, journal_path: Path | None = None,
                  keep_workspace: bool = False, workspace_parent: Path | None = None):
-        """`workspace_parent`: where the disposable workspace is made (default: the temporary folder)."""
+        """`workspace_parent`: where the disposable workspace is made (default: the temporary folder).
+
+        Raises WorkspaceError (one line) when the workspace cannot be made, a full disk say: made first, so
+        nothing is left open or half written when it fails.
+        """
         self.scenario, self.target, self.keep_workspace = scenario, target, keep_workspace
+        self.workspace = Workspace.create(f"{scenario.name}-{target.name}", workspace_parent, keep=keep_workspace)
         if journal_path is not None and journal_path.exists():
             journal_path.unlink()  # a journal describes one run, never two appended
         self.journal = Journal(journal_path)
@@ -56,7 +61,6 @@ class LiveRun:
             self.launches_path.unlink()
         self.launches = LaunchJournal(self.launches_path)
         self.api = FakeModelAPI(self.journal, side_calls=target.side_calls, compaction_calls=target.compaction_calls)
-        self.workspace = Workspace.create(f"{scenario.name}-{target.name}", workspace_parent)
         self.server: FakeAPIServer | None = None
         self.session_id: str | None = None
 
@@ -168,6 +172,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
                 outcome = run_process(
                     isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
                     on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
+                    label=f"the agent of step {step.index} ({step.kind})",
                 )
     finally:
         pid = api.step_pid
@@ -176,6 +181,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     if isolation.error and not outcome.launch_error:
         outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
     result.notes.extend(isolation.notes)
+    result.notes.extend(outcome.notes)  # how the step was held (harness/lifetime.py), a stop signal it sent
     exchanges = run.journal.for_step(step.index)
     stdout = strip_escapes(stdout_path.read_text(encoding="utf-8", errors="replace")) if stdout_path.exists() else ""
     result.exit_code = outcome.exit_code

@@ -51,6 +51,10 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
+        if not hasattr(config, "workerinput"):  # once per session: what the runs of a killed session left behind
+            from harness.workspace import sweep_stale_workspaces
+
+            sweep_stale_workspaces()
         journal_dir = config.getoption("harness_journal_dir")
         if journal_dir is not None and not hasattr(config, "workerinput"):  # xdist workers share their session's
             from harness import report_folder

@@ -64,7 +64,7 @@ class RunResult:
     duration_s: float = 0.0
     interrupted: bool = False  # the harness was stopped (Ctrl-C, SIGTERM) during or before this run
     cannot_express: str | None = None  # why the target cannot carry out this scenario (status cannot-express)
-    record_error: str | None = None  # the harness could not keep its journals (a full disk): its failure, not the agent's
+    harness_failure: str | None = None  # the harness failed on its own (a journal or workspace the disk refused), not the agent
 
     @property
     def as_expected(self) -> bool:

@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from harness import launcher_run
+from harness import launcher_run, stopping
 from harness.checks import CheckContext, run_check
 from harness.fakeapi.exchange import Exchange
 from harness.launches import Launch
@@ -22,6 +22,7 @@ from harness.live_run import LiveRun
 from harness.results import CANNOT_EXPRESS, ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario import Scenario
 from harness.targets.base import Target
+from harness.workspace import WorkspaceError
 
 
 class Progress(Protocol):
@@ -91,8 +92,8 @@ def run_matrix(
             return results
         progress.run_finished(result)
         results.append(result)
-        if result.record_error is not None:  # a full disk stays full: the rest could not be recorded either
-            results += [not_run(s, t, f"not run: the harness could not keep its record ({result.record_error})")
+        if result.harness_failure is not None:  # a full disk stays full: the rest could not be run or recorded either
+            results += [not_run(s, t, f"not run: the harness could not go on ({result.harness_failure})")
                         for s, t in pairs[number:]]
             return results
     return results
@@ -122,7 +123,10 @@ def run_scenario(
     if reason is not None:
         return cannot_express(scenario, target, reason)
     started = time.monotonic()
-    run = LiveRun(scenario, target, journal_path, keep_workspace)
+    try:
+        run = LiveRun(scenario, target, journal_path, keep_workspace)
+    except WorkspaceError as exc:  # a full disk, say: the harness's own failure, and nothing of the run began
+        return no_workspace(scenario, target, str(exc))
     result = RunResult(
         scenario=scenario.name,
         target=target.name,
@@ -151,13 +155,14 @@ def run_scenario(
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the CLI
         stopped = True
         step = scenario.steps[len(result.steps)] if len(result.steps) < len(scenario.steps) else scenario.steps[-1]
+        who = stopping.stop_message()  # an agent that SIGTERMs the harness is named, not taken for the user
         result.error = (f"interrupted during step {step.index} ({step.kind}): the run is incomplete; "
-                        f"the journal keeps the {len(run.exchanges())} request(s) it saw")
+                        f"the journal keeps the {len(run.exchanges())} request(s) it saw" + (f"; {who}" if who else ""))
         result.interrupted = True
-    result.record_error = run.record_error()
-    if result.record_error is not None:  # the harness's own failure: named first, and the agent is not blamed
+    result.harness_failure = run.record_error()
+    if result.harness_failure is not None:  # the harness's own failure: named first, and the agent is not blamed
         also = f"; {result.error}" if result.error else ""
-        result.error = f"the harness could not keep its record of this run: {result.record_error}; not judged{also}"
+        result.error = f"the harness could not keep its record of this run: {result.harness_failure}; not judged{also}"
     if keep_workspace:
         result.workspace = str(run.workspace.root)
     result.checks = judge(scenario, target, run.exchanges(), result.error, run.recorded_launches())
@@ -165,6 +170,15 @@ def run_scenario(
     result.duration_s = time.monotonic() - started
     if stopped:
         raise Interrupted(result)
+    return result
+
+
+def no_workspace(scenario: Scenario, target: Target, why: str) -> RunResult:
+    """A run whose workspace could not be made: the harness's failure, recorded as one (the matrix stops there)."""
+    result = RunResult(scenario=scenario.name, target=target.name, status=ERROR, harness_failure=why,
+                       scenario_path=str(scenario.path) if scenario.path else None,
+                       error=f"the harness could not start this run: {why}; not judged")
+    result.checks = judge(scenario, target, [], result.error)
     return result
 
 

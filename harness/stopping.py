@@ -14,10 +14,10 @@ then hands the stop to the main thread as if the signal had arrived there
 
 The blocked mask is inherited across fork and exec: no process the harness
 starts may keep it. Steps are started by the warden (harness/lifetime.py) with
-an empty mask, the netns probe and the -n workers unblock, and every other
-place that starts a program wraps the call in `unblocked()`; a stop that
-arrives meanwhile reaches the main thread the ordinary way (its sender then
-unknown, the stop itself the same).
+an empty mask, the -n workers unblock, and every subprocess.Popen of the
+process (git, npm, pip, the netns probe, an eval's launcher) is started inside
+`unblocked()` by install() itself; a stop that arrives meanwhile reaches the
+main thread the ordinary way (its sender then unknown, the stop itself the same).
 
 Steps run without a PID namespace (harness/lifetime.py says why), so an agent
 can name the harness's pid: its parent is the warden, whose parent is the
@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import functools
 import os
 import signal
+import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,8 +88,27 @@ def install() -> bool:
             return False
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         threading.Thread(target=_wait_for_stops, name="harness-stop-signals", daemon=True).start()
+        _unblock_every_popen()
         _installed = True
         return True
+
+
+def _unblock_every_popen() -> None:
+    """Every subprocess.Popen of this process (git, npm, pip, an eval's launcher…) starts with the stop signals
+    unblocked: one place, rather than a wrapper at each call site that a new call site could forget. The
+    blocked mask is inherited across exec, and a program that cannot be stopped by SIGTERM is the one thing
+    the harness must never start."""
+    start = subprocess.Popen.__init__
+    if getattr(start, "_harness_unblocked", False):
+        return
+
+    @functools.wraps(start)
+    def started_unblocked(self, *args, **kwargs):
+        with unblocked():
+            start(self, *args, **kwargs)
+
+    started_unblocked._harness_unblocked = True  # type: ignore[attr-defined]
+    subprocess.Popen.__init__ = started_unblocked  # type: ignore[method-assign]
 
 
 def last_stop() -> Stop | None:

@@ -141,7 +141,7 @@ def test_an_agent_that_stops_the_harness_is_named_as_the_sender(folder):
     stop = report["stop"]
     assert (stop["signal"], stop["sender_pid"], stop["from_step"], stop["step_root"]) == (
         "SIGTERM", sender["agent"], True, True), stop
-    assert report["message"].startswith(f"stopped by SIGTERM from pid {sender['agent']} (the step's process "), report
+    assert report["message"].startswith(f"stopped by SIGTERM from pid {sender['agent']} (the agent of step 1 (launch): "), report
     assert report["message"].endswith("python agent.py stop-the-harness)"), report["message"]
 
 

@@ -38,6 +38,7 @@ from harness.runner import judge
 from harness.scenario import Scenario
 from harness.scenario_file import scenario_from_text
 from harness.targets.base import Target
+from harness.workspace import WorkspaceError
 
 SCRATCH_NAME = "explored-sequence"  # the name of a sequence while it runs; a finding is renamed when written
 RUN_ERROR = "run_error"  # a finding's check when a step did not complete
@@ -253,7 +254,10 @@ class StepSequence(RuleBasedStateMachine):
         earlier = self.scenario.steps if self.scenario else ()
         self.scenario = scenario = dataclasses.replace(new, steps=(*earlier, *steps), checks=self.checks)
         if self.run is None:
-            self.run = LiveRun(scenario, exploration.target, workspace_parent=exploration.workspace_parent).__enter__()
+            try:
+                self.run = LiveRun(scenario, exploration.target, workspace_parent=exploration.workspace_parent).__enter__()
+            except WorkspaceError as exc:  # a full disk: the harness cannot go on, and no target is to blame
+                raise ExplorationError(str(exc)) from None
             problem = self.run.prepare()
             if problem:
                 raise ExplorationError(problem)
