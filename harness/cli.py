@@ -169,7 +169,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         from harness.parallel import run_matrix_parallel
 
         results = run_matrix_parallel(scenarios, targets, specs, report_dir / "journal", progress, args.keep_workspace,
-                                      args.workers)
+                                      args.workers, args.target_file_from_working_tree)
     else:
         results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     try:

@@ -75,10 +75,12 @@ def run_matrix_parallel(
     progress=None,
     keep_workspace: bool = False,
     workers: int = 2,
+    target_file_from_working_tree: bool = False,
 ) -> list[RunResult]:
     """run_matrix on `workers` processes: the same results, in the same order.
 
-    `specs` are the `--target` strings `targets` were resolved from; workers resolve them again.
+    `specs` are the `--target` strings `targets` were resolved from; workers resolve them again, the same way
+    (`target_file_from_working_tree` as the parent's: two targets of one name must not be two files).
     """
     progress = progress or Silent()
     pairs = [(s, t) for s in scenarios for t in targets]
@@ -86,7 +88,7 @@ def run_matrix_parallel(
         return []
     payloads = {id(s): _scenario_payload(s) for s in scenarios}
     tasks = [
-        (number, tuple(specs), target.name, payloads[id(scenario)],
+        (number, (tuple(specs), target_file_from_working_tree), target.name, payloads[id(scenario)],
          journal_dir / _journal_name(scenario, target) if journal_dir else None)
         for number, (scenario, target) in enumerate(pairs, 1)
     ]
@@ -138,6 +140,7 @@ class _Pool:
     started: set[int] = field(default_factory=set)
     stopping: bool = False
     deadline: float | None = None  # set at the stop: when workers still running are killed
+    halted: str | None = None  # the harness's own failure (a full disk): no further run is handed out
 
     def run(self) -> list[RunResult]:
         pending = deque(range(len(self.tasks)))
@@ -226,6 +229,8 @@ class _Pool:
             self.results[number] = message[2]
             worker.task = None
             self.progress.run_finished(message[2])
+            if message[2].harness_failure is not None:  # as run_matrix: a full disk stays full; runs begun end
+                self.halted = self.halted or message[2].harness_failure
             self._dispatch(worker, pending)
         elif kind == "interrupted":  # its run was stopped: the whole matrix stops, as in a serial run
             self.results[number] = message[2]
@@ -246,7 +251,7 @@ class _Pool:
     def _dispatch(self, worker: _Worker, pending: deque) -> None:
         """The next run for an idle worker, or None: no more runs (the worker exits)."""
         task = None
-        if not self.stopping and pending:
+        if not self.stopping and self.halted is None and pending:
             index = pending.popleft()
             task = self.tasks[index]
         try:
@@ -303,6 +308,8 @@ class _Pool:
                 results.append(self.results[number])
             elif self.stopping:
                 results.append(not_run(scenario, target))
+            elif self.halted is not None:
+                results.append(not_run(scenario, target, f"not run: the harness could not go on ({self.halted})"))
             else:
                 results.append(_failed(scenario, target, "not run: every worker process ended before this run"))
         return results

@@ -59,12 +59,12 @@ class _WorkerState:
         finally:
             self.sending = False
 
-    def target(self, specs: Sequence[str], name: str) -> Target:
+    def target(self, specs: Sequence[str], name: str, target_file_from_working_tree: bool = False) -> Target:
         from harness.targets import resolve_target
 
         for spec in specs:
             if spec not in self._specs:
-                self._specs[spec] = resolve_target(spec)
+                self._specs[spec] = resolve_target(spec, target_file_from_working_tree=target_file_from_working_tree)
             for target in self._specs[spec]:
                 if target.name == name:
                     return target
@@ -74,13 +74,13 @@ class _WorkerState:
         from harness.runner import Interrupted, run_scenario
         from harness.scenario_file import load_scenario
 
-        number, specs, name, (kind, payload), journal_path = task
+        number, (specs, from_tree), name, (kind, payload), journal_path = task
         if self.stopping:  # stopped between receiving the run and starting it
             self.send(("lost", number, False))
             return
         try:
             scenario = pickle.loads(payload) if kind == "pickle" else load_scenario(payload)
-            target = self.target(specs, name)
+            target = self.target(specs, name, from_tree)
         except Exception:
             self.send(("crashed", number, traceback.format_exc()))
             return

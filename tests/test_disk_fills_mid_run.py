@@ -63,14 +63,21 @@ def test_reports_the_disk_refuses_are_one_line_and_no_empty_results_json(tmp_pat
     assert not [p.name for p in report.iterdir() if "partial" in p.name]
 
 
-def run_kept(tmp_path: Path, report: Path, *scenarios: tuple[str, str, str]) -> subprocess.CompletedProcess:
-    """Run on the small disk, then copy what the report folder held out of the namespace before it goes."""
+def run_kept(tmp_path: Path, report: Path, *scenarios: tuple[str, str, str], workers: int = 1,
+             slow_reply: str | None = None) -> subprocess.CompletedProcess:
+    """Run on the small disk, then copy what the report folder held out of the namespace before it goes.
+
+    `slow_reply`: the launch reply of every scenario but the first (a scripted slow first byte, say).
+    """
     if shutil.which("unshare") is None:
         pytest.fail("this test needs unshare (util-linux) to mount a tiny tmpfs where only it sees it")
     paths = []
-    for name, prompt, reply in scenarios:
+    for number, (name, prompt, reply) in enumerate(scenarios):
         path = tmp_path / f"{name}.yaml"
-        path.write_text(SCENARIO.format(name=name, prompt=prompt, reply=reply))
+        text = SCENARIO.format(name=name, prompt=prompt, reply=reply)
+        if number and slow_reply:
+            text = text.replace(f'reply: "{reply}"}}', f"reply: {slow_reply}}}", 1).replace('\\"', '"')
+        path.write_text(text)
         paths.append(str(path))
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -79,9 +86,24 @@ def run_kept(tmp_path: Path, report: Path, *scenarios: tuple[str, str, str]) -> 
     become_root = [] if os.geteuid() == 0 else ["--map-root-user"]
     done = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", *become_root, "sh", "-c", inside, "sh", str(disk), str(report),
-         sys.executable, "-m", "harness", "run", *paths, "--target", "reference", "--report-dir", str(disk / "report"), "-q"],
+         sys.executable, "-m", "harness", "run", *paths, "--target", "reference", "--report-dir", str(disk / "report"), "-q",
+         "-n", str(workers)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode != 99, f"could not mount a tmpfs in a private mount namespace: {done.stderr}"
     assert os.listdir(disk) == []  # the tmpfs was the namespace's: the host's folder never saw it
     return done
+
+
+def test_with_workers_no_run_is_handed_out_after_the_harness_failed(tmp_path):
+    """-n 2: the run already going on the other worker ends as it would; the ones not yet begun are not run."""
+    slow = '[{fault: {kind: slow_first_byte, seconds: 5}, text: \\"42\\"}]'
+    report = tmp_path / "kept"
+    done = run_kept(tmp_path, report, ("big-reply", "What is 6*7?", BIG),
+                    *((f"after-{n}", "What is 6*7?", "42") for n in (1, 2, 3)), workers=2, slow_reply=slow)
+    assert done.returncode == 1, done.stdout + done.stderr
+    runs = {run["scenario"]: run for run in json.loads((report / "results.json").read_text())["runs"]}
+    assert "No space left on device" in runs["big-reply"]["harness_failure"]
+    assert runs["after-1"]["status"] == "pass"  # begun before the failure was known: ended as it would have
+    for name in ("after-2", "after-3"):
+        assert runs[name]["error"].startswith("not run: the harness could not go on"), runs[name]

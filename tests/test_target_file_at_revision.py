@@ -323,3 +323,20 @@ def test_the_gate_refuses_two_revisions_of_one_installed_program(tmp_path, renam
     assert done.stderr.startswith("harness: error: target.yaml@main~1:3: launch: runs nothing of the agent's code")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "report" / "comparison.json").exists()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_command_line_option_reaches_every_worker(tmp_path, renamed, workers):
+    """With -n 2 each worker resolves the specs again: it must read the same file the option names."""
+    git(renamed, "switch", "-q", "rename-flag")
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    (tmp_path / "t.yaml").write_text(SCENARIO.replace("append-across-resume", "second-scenario"))
+    for option, flag in ((["--target-file-from-working-tree"], NEW_FLAG), ([], OLD_FLAG)):
+        report = tmp_path / f"report-{workers}-{bool(option)}"
+        done = harness("run", "-n", workers, *option, "--target", "target.yaml@main", "--report-dir", str(report), "-q",
+                       str(tmp_path / "s.yaml"), str(tmp_path / "t.yaml"), cwd=renamed)
+        runs = json.loads((report / "results.json").read_text())["runs"]
+        assert len(runs) == 2, done.stdout + done.stderr
+        for run in runs:  # main's agent reads --append-system-prompt: the branch's file makes it lose the text
+            launch = run["steps"][0]["argv"]
+            assert flag in launch and (NEW_FLAG if flag == OLD_FLAG else OLD_FLAG) not in launch, launch
