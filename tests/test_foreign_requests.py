@@ -185,7 +185,8 @@ def test_a_request_on_the_host_listener_while_a_namespace_listener_is_open_is_fo
 
 # A step's root as run_process starts one (a session of its own). Told to on stdin, it has a grandchild send a
 # request, then a child in a session of its own (a descendant only), then an orphan (whose parent has exited:
-# no descendant any more, only in the session).
+# no descendant any more, only in the session) that, as Inspect's sandbox tools server does, runs a command in a
+# session of its own (neither in the session nor a descendant of the root: a descendant of the orphan).
 STEP_ROOT = textwrap.dedent("""
     import os, subprocess, sys, time
     port, sender, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -200,6 +201,8 @@ STEP_ROOT = textwrap.dedent("""
                 time.sleep(0.01)
             with open(out + "/orphan", "w") as handle:
                 subprocess.run([sys.executable, "-c", sender, port], stdout=handle, check=True)
+            with open(out + "/orphans-command", "w") as handle:
+                subprocess.run([sys.executable, "-c", sender, port], stdout=handle, start_new_session=True, check=True)
             os.rename(out + "/orphan", out + "/orphan.done")
             os._exit(0)
         os._exit(0)
@@ -207,9 +210,9 @@ STEP_ROOT = textwrap.dedent("""
 """)
 
 
-def test_the_step_root_its_descendants_and_its_session_are_the_steps_anyone_else_is_foreign(served, tmp_path):
+def test_the_step_root_its_session_and_their_descendants_are_the_steps_anyone_else_is_foreign(served, tmp_path):
     api, server = served
-    api.begin_step(step_with(*(say(f"turn {n}") for n in range(4))))
+    api.begin_step(step_with(*(say(f"turn {n}") for n in range(5))))
     root = subprocess.Popen([sys.executable, "-c", STEP_ROOT, str(server.port), SENDER, str(tmp_path)],
                             stdin=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -223,12 +226,12 @@ def test_the_step_root_its_descendants_and_its_session_are_the_steps_anyone_else
     finally:
         os.killpg(root.pid, signal.SIGKILL)
         root.wait()
-    sent = {name: tuple(map(int, (tmp_path / name).read_text().split())) for name in ("grandchild", "own-session",
-                                                                                       "orphan.done")}
-    assert [status for status, _ in sent.values()] + [stranger_status] == [200, 200, 200, 403]
+    sent = {name: tuple(map(int, (tmp_path / name).read_text().split()))
+            for name in ("grandchild", "own-session", "orphan.done", "orphans-command")}
+    assert [status for status, _ in sent.values()] + [stranger_status] == [200, 200, 200, 200, 403]
     by_pid = {e.pid: e for e in api.journal.exchanges()}
     assert [(by_pid[pid].klass, by_pid[pid].reply_text()) for _, pid in sent.values()] == [
-        (MAIN, "turn 0"), (MAIN, "turn 1"), (MAIN, "turn 2")]
+        (MAIN, "turn 0"), (MAIN, "turn 1"), (MAIN, "turn 2"), (MAIN, "turn 3")]
     stranger = by_pid[stranger_pid]
     assert stranger.klass == FOREIGN
     assert stranger.notes[0] == FOREIGN_OUTSIDE_STEP.format(pid=stranger_pid, root=root.pid)

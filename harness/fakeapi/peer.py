@@ -24,10 +24,10 @@ when sock_diag is refused or unavailable; tcp6 is read only when tcp did not
 have the connection.
 
 Whether that process is the running step's (`belongs_to_step`) is read from
-/proc too: the step's root process, any descendant of it (the ppid chain),
-anything in its session (each step starts a session of its own, so a child
-reparented when its parent exited still counts), or anything in a PID
-namespace the root made for its children.
+/proc too: the step's root process, anything in its session (each step
+starts a session of its own, so a child reparented when its parent exited
+still counts), any descendant of either (the ppid chain), or anything in a
+PID namespace the root made for its children.
 """
 
 from __future__ import annotations
@@ -241,27 +241,34 @@ def _holds(pid: int, link: str) -> bool:
 def belongs_to_step(pid: int, root: int) -> bool | None:
     """Whether process `pid` is the step's whose root process is `root`; None when `pid` is gone from /proc.
 
-    The step's: the root itself, a descendant of it, a process in its session (run_process starts
-    each step with a session of its own: the session id is the root's pid), or a process in a PID
-    namespace the root made for its children.
+    The step's: the root itself, or a process in its session (run_process starts each step with a
+    session of its own: the session id is the root's pid), or a descendant of either, or a process
+    in a PID namespace the root made for its children. A descendant of a process in the session
+    counts because launchers start their helpers so: Inspect's sandbox tools server stays in the
+    step's session but is reparented (its parent exited), and runs each command in a session of
+    its own (setsid), so neither the command's session nor its parent chain reaches the root.
     """
-    if pid == root:
-        return True
     stat = _ppid_and_session(pid)
     if stat is None:
-        return None
-    ppid, session = stat
-    if session == root or _in_pid_namespace_of(pid, root):
+        return True if pid == root else None
+    if _in_pid_namespace_of(pid, root):
         return True
-    seen = {pid}
-    while ppid > 1 and ppid not in seen and len(seen) < _MAX_ANCESTORS:
-        if ppid == root:
+    seen: set[int] = set()
+    while len(seen) < _MAX_ANCESTORS:
+        ppid, session = stat
+        if pid == root or session == root:
             return True
-        seen.add(ppid)
-        parent = _ppid_and_session(ppid)
-        if parent is None:
+        seen.add(pid)
+        if ppid <= 1 or ppid in seen:
             return False
-        ppid = parent[0]
+        parent = _ppid_and_session(ppid)
+        if parent is None:  # the parent exited meanwhile: read the child again, as reparented
+            again = _ppid_and_session(pid)
+            if again is None or again[0] == ppid:
+                return None
+            stat = again
+            continue
+        pid, stat = ppid, parent
     return False
 
 
