@@ -27,7 +27,7 @@ from harness.process import check_stop, run_process, tail
 from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario import Scenario, Step
-from harness.step_requests import exit_problem, record_requests, turn_problem
+from harness.step_requests import exit_problem, own_requests, record_requests, turn_problem
 from harness.targets.base import MissingValue, Target, render
 from harness.terminal import strip_escapes
 from harness.workspace import FAKE_API_KEY, Workspace, step_environment
@@ -104,7 +104,10 @@ class LiveRun:
         return self.journal.exchanges()
 
     def record_error(self) -> str | None:
-        """Why the record of this run is incomplete through the harness's own fault (a journal the disk refused)."""
+        """Why the record of this run cannot be trusted through the harness's own fault: a journal the disk refused,
+        or the fake API failing on a request (answered 500: the agent saw the harness's bug, not a scripted reply)."""
+        if self.api.internal_errors:
+            return f"the fake API failed on its own: {self.api.internal_errors[0]}"
         return self.journal.write_error or self.launches.write_error
 
     def recorded_launches(self) -> list[Launch]:
@@ -200,7 +203,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     result.error = _step_error(outcome, result, step, target, exchanges) or turn_problem(result, step, exchanges, script)
     if result.error:
         return result
-    new_id = target.session_id.read(stdout, exchanges)
+    new_id = target.session_id.read(stdout, own_requests(exchanges))  # never an id another process sent
     if new_id is None and target.prints_session_id(step.kind) and not (result.exit_code and step.scripts_an_error):
         # Every step is held to the target's output contract: a launcher reads this output after each process,
         # and a resume printing garbage instead of it would break that launcher however right its requests were.

@@ -162,7 +162,7 @@ def run_scenario(
     result.harness_failure = run.record_error()
     if result.harness_failure is not None:  # the harness's own failure: named first, and the agent is not blamed
         also = f"; {result.error}" if result.error else ""
-        result.error = f"the harness could not keep its record of this run: {result.harness_failure}; not judged{also}"
+        result.error = f"the harness failed on its own, not the agent: {result.harness_failure}; not judged{also}"
     if keep_workspace:
         result.workspace = str(run.workspace.root)
     result.checks = judge(scenario, target, run.exchanges(), result.error, run.recorded_launches())

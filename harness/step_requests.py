@@ -9,26 +9,43 @@ from __future__ import annotations
 import signal
 from typing import Sequence
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, OUTBOUND, Exchange
+from harness.fakeapi.exchange import COMPACTION, FOREIGN, MAIN, OUTBOUND, Exchange
 from harness.fakeapi.script import StepScript
+from harness.fakeapi.sender import SENDER_NOT_FOUND
 from harness.results import StepResult
 from harness.scenario import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn
 
 
 def record_requests(result: StepResult, exchanges: Sequence[Exchange], script: StepScript | None) -> None:
-    result.requests = len(exchanges)
+    """`exchanges`: all the step's, foreign ones included; they are counted apart and never as the agent's."""
+    foreign = [e for e in exchanges if e.klass == FOREIGN]
     for exchange in exchanges:
         result.classes[exchange.klass] = result.classes.get(exchange.klass, 0) + 1
+    exchanges = own_requests(exchanges)
+    result.requests = len(exchanges)
     result.request_seqs = [e.seq for e in exchanges]
     result.pids = sorted({e.pid for e in exchanges if e.pid is not None})
     result.unforeseen = sum(1 for e in exchanges if e.unforeseen)
     result.unused_turns = script.unused_turns if script else 0
+    if foreign:
+        senders = sorted({str(e.pid) for e in foreign if e.pid is not None}) or ["unknown"]
+        result.notes.append(f"{len(foreign)} request(s) from a process that is not the step's (pid {', '.join(senders)}) "
+                            "were journaled as foreign and refused; they are not judged")
+    unknown = sum(1 for e in exchanges if SENDER_NOT_FOUND in e.notes)
+    if unknown:
+        result.notes.append(f"the sending process of {unknown} request(s) could not be found: they are judged as the "
+                            "step's, unproven")
     outbound = [e for e in exchanges if e.klass == OUTBOUND]
     if outbound:
         hosts = sorted({e.destination for e in outbound})
         result.notes.append(f"{len(outbound)} attempt(s) to reach another host refused: {', '.join(hosts)}")
     if result.unforeseen:
         result.notes.append(f"{result.unforeseen} request(s) the script did not foresee got a default reply")
+
+
+def own_requests(exchanges: Sequence[Exchange]) -> list[Exchange]:
+    """The step's requests less those another process sent: what the step is judged on."""
+    return [e for e in exchanges if e.klass != FOREIGN]
 
 
 def failed_as_scripted(step: Step, exchanges: Sequence[Exchange]) -> bool:
@@ -69,6 +86,7 @@ def turn_problem(result: StepResult, step: Step, exchanges: Sequence[Exchange], 
     left after a scripted error the agent gave up on (a non-zero exit the scenario foresees) are only noted:
     an agent that retries in-process takes them, one that exits leaves them to the launcher's retry step.
     """
+    exchanges = own_requests(exchanges)
     wanted = (MAIN, COMPACTION) if step.kind == "compact" else (MAIN,)
     if not any(e.klass in wanted for e in exchanges):
         what = "a compaction (or model) request" if step.kind == "compact" else "a model request for its turn"

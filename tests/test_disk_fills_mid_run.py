@@ -40,7 +40,7 @@ def test_a_journal_the_disk_refuses_is_the_harness_s_error_and_the_journal_stays
     results = json.loads((report / "results.json").read_text())["runs"]
     first, second = results
     assert first["status"] == "error" and "No space left on device" in first["harness_failure"]
-    assert first["error"].startswith("the harness could not keep its record of this run: cannot write the journal")
+    assert first["error"].startswith("the harness failed on its own, not the agent: cannot write the journal")
     assert "exited with code" not in first["error"] and "RemoteDisconnected" not in first["error"]
     assert first["steps"][0]["exit_code"] == 0  # the agent got its answer: it did nothing wrong
     assert all(c["verdict"] == "error" for c in first["checks"])

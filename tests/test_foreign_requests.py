@@ -122,7 +122,12 @@ def test_a_clean_agent_still_passes_while_another_process_posts_mid_step(tmp_pat
     assert stray.notes[0] == expected
     assert json.loads(stray.body) == INTRUDER_BODY  # journaled as sent, for the record
     assert [(e.step, e.klass) for e in journal if e.klass != FOREIGN] == [(1, MAIN), (2, MAIN), (3, MAIN), (4, MAIN)]
-    assert result.steps[SLOW_STEP - 1].unused_turns == 0  # the intruder took none of the step's turns
+    slow = result.steps[SLOW_STEP - 1]
+    assert slow.unused_turns == 0  # the intruder took none of the step's turns
+    # ... and the step's own record says so, without counting it as the agent's
+    assert intruder.pid not in slow.pids and slow.requests == 1 and slow.classes == {MAIN: 1, FOREIGN: 1}
+    assert (f"1 request(s) from a process that is not the step's (pid {intruder.pid}) were journaled as foreign and "
+            "refused; they are not judged") in slow.notes, slow.notes
 
 
 # ============================================================================ the rules, one by one
