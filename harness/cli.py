@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     minimize.add_argument("--quiet", "-q", action="store_true", help="no line per candidate run")
 
     serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
-    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    serve.add_argument("--port", default="0", help="port on 127.0.0.1 (default: any free port)")
     record = serve.add_mutually_exclusive_group()
     record.add_argument("--journal", type=Path, help="append every request to this JSONL file")
     record.add_argument("--record", type=Path, metavar="DIR",
