@@ -72,7 +72,7 @@ def _port(value: object) -> int:
     """A TCP port, 0 (any free one) to 65535: anything else is refused before binding, in one line."""
     text = str(value).strip()
     if not (text.isascii() and text.isdigit()) or int(text) > 65535:
-        raise InputError(f"--port {value!r}: expected a port number from 0 to 65535 (0: any free port)")
+        raise InputError(f"--port {value}: expected a port number from 0 to 65535 (0: any free port)")
     return int(text)
 
 
