@@ -154,6 +154,9 @@ class _Warden:
 
     def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
               pass_fds: Sequence[int] = ()) -> StepProcess:
+        # As subprocess.Popen raises "subprocess.Popen" (PEP 578): the process is started by the warden, but it is
+        # this process that starts it, and an audit hook watching for process starts must see it.
+        sys.audit("harness.step.spawn", argv[0], list(argv), cwd)
         body = os.memfd_create("harness-step", os.MFD_CLOEXEC)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -471,16 +472,17 @@ print(json.dumps({"availability": netns.availability().__dict__, "error": result
 '''
 
 def interpreter_for(as_user: dict, env: dict) -> str:
-    """This interpreter, or else the system's, if that user may run it with the harness's one dependency."""
+    """This interpreter, or else the system's, if that user may run it with the harness's dependencies."""
     candidates = [sys.executable, shutil.which("python3") or "", "/usr/bin/python3"]
     for python in filter(None, candidates):
         try:
-            if subprocess.run([python, "-c", "import yaml, harness"], env=env, capture_output=True,
+            if subprocess.run([python, "-c", "import yaml, detect_secrets, harness.redaction"], env=env, capture_output=True,
                               **as_user).returncode == 0:
                 return python
         except OSError:  # e.g. an interpreter under root's home
             continue
-    pytest.fail(f"no Python interpreter that uid {as_user.get('user', os.getuid())} may run with PyYAML: {candidates}")
+    pytest.fail(f"no Python interpreter that uid {as_user.get('user', os.getuid())} may run with the harness's "
+                f"dependencies: {candidates}")
 
 
 CAN_UNSHARE = ("import ctypes, sys; "
@@ -496,8 +498,9 @@ def test_an_unprivileged_harness_gets_a_user_and_network_namespace_keeping_the_a
         port = bystander.getsockname()[1]
         target(folder, "probe", f"{OUTSIDE_V4[0]}:{OUTSIDE_V4[1]},127.0.0.1:{port}")
         as_user = {"user": 65534, "group": 65534, "extra_groups": []} if os.geteuid() == 0 else {}
-        env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(harness.__file__).resolve().parent.parent),
-               "TMPDIR": str(folder), "HOME": str(folder)}
+        # The harness and the packages it runs with (this environment's own, readable by anyone here).
+        path = os.pathsep.join([str(Path(harness.__file__).resolve().parent.parent), sysconfig.get_paths()["purelib"]])
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": path, "TMPDIR": str(folder), "HOME": str(folder)}
         python = interpreter_for(as_user, env)
         can = subprocess.run([python, "-c", CAN_UNSHARE], env=env, **as_user).returncode == 0
         done = subprocess.run([python, str(folder / "run.py"), str(folder)], env=env, cwd=folder,

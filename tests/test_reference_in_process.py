@@ -434,7 +434,7 @@ def test_no_module_state_survives_a_run(run):
 
 _AUDITED: list[tuple[str, tuple]] | None = None
 _WATCHED = {"socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.sendto",
-            "subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec"}
+            "subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec", "harness.step.spawn"}
 
 
 def _audit(event: str, args: tuple) -> None:
@@ -467,7 +467,7 @@ def test_in_process_steps_open_no_socket_and_start_no_process(run):
     assert results[0].as_expected and sum(s.requests for s in results[0].steps) == 6
     # The watch sees them when they happen: the same scenario as subprocesses starts processes,
     seen = {event for event, _ in audited(lambda: run(sc, target([], in_process=False)))}
-    assert "subprocess.Popen" in seen
+    assert "harness.step.spawn" in seen  # each step, started by the step warden (harness/lifetime.py)
     # and the stdlib client connects (to a port nobody listens on: the connection is refused).
     def refused() -> None:
         with pytest.raises(ApiError, match="failed"):
