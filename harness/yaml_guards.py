@@ -16,8 +16,8 @@ the bounds.
 Two more things a document can hold that break the harness later: half of a
 UTF-16 surrogate pair (``"\\ud83d"``), which no file, argument or UTF-8 journal
 can carry; and a scalar PyYAML resolves but cannot build (``2024-13-45``, an
-integer of 5,000 digits, ``!!bool maybe``), whose ValueError, KeyError or
-AttributeError escaped as a traceback.
+integer of 5,000 digits, ``!!bool maybe``, ``!!int`` with no digits), whose
+ValueError, KeyError, IndexError or AttributeError escaped as a traceback.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_DEPTH = 100  # mappings and lists nested in one another, scalars at the bott
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024  # bytes of a file, characters of a text: a scenario or target is written by hand
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-_UNBUILDABLE = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+_UNBUILDABLE = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError)
 
 
 class GuardedLoading:
@@ -85,7 +85,7 @@ class GuardedLoading:
         except _UNBUILDABLE as error:
             kind = node.tag.rsplit(":", 1)[-1]
             reason = f"not a valid {kind}"
-            if isinstance(error, (ValueError, OverflowError)):  # a reason worth showing ("month must be in 1..12")
+            if isinstance(error, (ValueError, ArithmeticError)):  # a reason worth showing ("month must be in 1..12")
                 reason = str(error).split("; use sys.set_int_max_str_digits")[0] or reason
             raise self._error(node.start_mark, f"cannot read {kind} {_shown(node)}: {reason}") from None
 

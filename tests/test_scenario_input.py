@@ -241,6 +241,9 @@ BAD = [
     ("bool-tag-on-word", ("name: x", "append: !!bool maybe"), 2, ["cannot read bool 'maybe': not a valid bool"]),
     ("timestamp-tag-on-word", ("name: x", "append: !!timestamp soon"), 2, ["cannot read timestamp 'soon': not a valid timestamp"]),
     ("float-tag-on-word", ("name: x", "append: !!float x"), 2, ["cannot read float 'x'"]),
+    ("int-tag-on-nothing", ("name: x", "append: !!int"), 2, ["cannot read int '': not a valid int"]),
+    ("float-tag-on-underscore", ("name: x", "steps:", "  - launch: {prompt: hi, timeout_s: !!float _}"), 3,
+     ["column 37", "cannot read float '_': not a valid float"]),
     # --- text no file, argument or journal can hold: half a UTF-16 surrogate pair, written as an escape
     ("lone-surrogate", (*HEAD, "steps:", "  - launch: {prompt: \"hi \\ud83d\\ude00\"}"), 4,
      ["column 22", "\\ud83d is half of a UTF-16 surrogate pair", "\\UXXXXXXXX"]),
