@@ -17,12 +17,15 @@ Two more things a document can hold that break the harness later: half of a
 UTF-16 surrogate pair (``"\\ud83d"``), which no file, argument or UTF-8 journal
 can carry; and a scalar PyYAML resolves but cannot build (``2024-13-45``, an
 integer of 5,000 digits, ``!!bool maybe``, ``!!int`` with no digits), whose
-ValueError, KeyError, IndexError or AttributeError escaped as a traceback.
+ValueError, KeyError, IndexError or AttributeError escaped as a traceback; and
+a hexadecimal or binary integer too long to print in decimal, which every
+message, report and JSON reply would do.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -35,6 +38,7 @@ MAX_DOCUMENT_SIZE = 16 * 1024 * 1024  # bytes of a file, characters of a text: a
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _UNBUILDABLE = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError)
+_INT_BITS_ALWAYS_PRINTABLE = 2000  # 603 decimal digits, below any limit Python lets sys.set_int_max_str_digits set
 
 
 class GuardedLoading:
@@ -80,14 +84,24 @@ class GuardedLoading:
         return node
 
     def construct_object(self, node, deep=False):
+        kind = node.tag.rsplit(":", 1)[-1]
         try:
-            return super().construct_object(node, deep)
+            data = super().construct_object(node, deep)
         except _UNBUILDABLE as error:
-            kind = node.tag.rsplit(":", 1)[-1]
             reason = f"not a valid {kind}"
             if isinstance(error, (ValueError, ArithmeticError)):  # a reason worth showing ("month must be in 1..12")
                 reason = str(error).split("; use sys.set_int_max_str_digits")[0] or reason
             raise self._error(node.start_mark, f"cannot read {kind} {_shown(node)}: {reason}") from None
+        if isinstance(data, int) and data.bit_length() > _INT_BITS_ALWAYS_PRINTABLE:
+            try:
+                str(data)
+            except ValueError:  # 0x... and 0b... are read past the limit that decimal text is held to
+                raise self._error(
+                    node.start_mark,
+                    f"cannot read {kind} {_shown(node)}: more than {sys.get_int_max_str_digits()} digits in decimal, "
+                    "which no message, report or JSON reply could print",
+                ) from None
+        return data
 
     def _count_alias(self, node: Node, event: AliasEvent) -> None:
         values = self._values_of.get(id(node))

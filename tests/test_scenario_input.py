@@ -241,6 +241,12 @@ BAD = [
     ("bool-tag-on-word", ("name: x", "append: !!bool maybe"), 2, ["cannot read bool 'maybe': not a valid bool"]),
     ("timestamp-tag-on-word", ("name: x", "append: !!timestamp soon"), 2, ["cannot read timestamp 'soon': not a valid timestamp"]),
     ("float-tag-on-word", ("name: x", "append: !!float x"), 2, ["cannot read float 'x'"]),
+    # 0x and 0b integers are read without Python's 4,300-digit limit, and then no message, report or JSON can print them
+    ("hex-integer-too-long", ("name: x", "steps: 0x" + "f" * 5000), 2, ["column 8", "cannot read int '0xfff", "4300 digits"]),
+    ("binary-integer-too-long-in-a-tool-input", ("name: x", "steps:", "  - launch:", "      prompt: hi", "      reply:",
+                                                "        - tool_use: {name: Bash, input: {n: 0b" + "1" * 15000 + "}}",
+                                                "checks: [identity_stable]"), 6,
+     ["cannot read int '0b111", "4300 digits"]),
     ("int-tag-on-nothing", ("name: x", "append: !!int"), 2, ["cannot read int '': not a valid int"]),
     ("float-tag-on-underscore", ("name: x", "steps:", "  - launch: {prompt: hi, timeout_s: !!float _}"), 3,
      ["column 37", "cannot read float '_': not a valid float"]),
