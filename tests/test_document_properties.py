@@ -9,7 +9,7 @@ property (tests/cli_outcome.py): exit 0, 1 or 2, never a traceback, and exit 2
 is one `harness: error:` line naming the file.  A scenario runs on the
 in-process reference agent and a target on a one-step scenario, so each
 example stays short (one in four runs the reference agent as a process); the budget is the `ci` profile's scaled (HYPOTHESIS_PROFILE=deep: ten times as many).
-What the property found outside the document readers is pinned at the end, xfail until fixed where it lives.
+What the property found outside the document readers is pinned at the end.
 """
 
 from __future__ import annotations
@@ -291,12 +291,11 @@ def test_a_handful_through_the_installed_harness(tmp_path, case):
         assert outcome.code == 2, outcome.describe()
 
 
-# --------------------------------------------------------------------------- found here, to be fixed where they live
+# --------------------------------------------------------------------------- found by the property, outside the readers
 
 
-@pytest.mark.xfail(strict=True, reason="harness/targets/base.py validate_template writes an unknown placeholder's "
-                   "name raw: a line break or escape in it breaks the one line (the property's first find)")
 def test_an_unknown_placeholder_with_a_line_break_in_it_is_still_one_line(tmp_path):
+    """The property's first find: validate_template wrote an unknown placeholder's name raw."""
     doc = copy.deepcopy(seed(TARGET_SEED))
     doc["launch"][1] = "{target_dir\n\x1b}/agent.py"
     blamed, argv = run_target_document(tmp_path, yaml.safe_dump(doc).encode())

@@ -144,8 +144,9 @@ def validate_template(template: str, where: str, path: Path | None = None, line:
         raise InputError(f"{where}: bad braces in {template!r} ({exc}); write {{{{ and }}}} for literal braces", path, line)
     for name in names:
         if name not in PLACEHOLDERS:
+            shown = name if name.isprintable() else repr(name)  # a line break in it would break the one line
             raise InputError(
-                f"{where}: unknown placeholder {{{name}}} in {template!r} (known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})",
+                f"{where}: unknown placeholder {{{shown}}} in {template!r} (known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})",
                 path,
                 line,
             )
