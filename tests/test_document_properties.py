@@ -7,8 +7,9 @@ control characters (NUL, escapes, lone surrogates), huge values, raw YAML
 aliases (shared, recursive, bombs), and damage to the text itself.  The
 property (tests/cli_outcome.py): exit 0, 1 or 2, never a traceback, and exit 2
 is one `harness: error:` line naming the file.  A scenario runs on the
-in-process reference agent and a target on a one-step scenario, so each
-example stays short (one in four runs the reference agent as a process); the budget is the `ci` profile's scaled (HYPOTHESIS_PROFILE=deep: ten times as many).
+in-process reference agent (one in four as a process) and a target on a
+one-step scenario, so each example stays short; the budget is the `ci`
+profile's, scaled by the profile loaded (HYPOTHESIS_PROFILE=deep: ten times as many).
 What the property found outside the document readers is pinned at the end.
 """
 
