@@ -67,15 +67,19 @@ class Reader:
         YAML's "\\0" and "\\x00" write one; refused here, it would stop the run mid-step with a traceback.
         """
         text = self.string(value, line, where, non_empty=True)
+        self.no_nul(text, line, where, carried_as=carried_as)
+        return text
+
+    def no_nul(self, text: str, line: int | None, where: str, *, carried_as: str = ARGUMENT) -> None:
+        """Process arguments, environment values and paths are C strings: a NUL cannot be passed, only refused."""
         nul = text.find("\0")
         if nul >= 0:
             raise self.error(
-                f"contains a NUL character (character {nul + 1} of {len(text)}): {carried_as}, "
-                "which cannot hold one",
+                f"contains a NUL character (character {nul + 1} of {len(text)}): {carried_as}, which cannot hold "
+                "one (in YAML, \"\\0\", \"\\x00\" and \"\\u0000\" each write one)",
                 line,
                 where,
             )
-        return text
 
     def optional_argument(self, m: LocatedDict, key: str, where: str, *, carried_as: str = ARGUMENT) -> str | None:
         if key not in m:

@@ -173,13 +173,13 @@ BAD_FILES = [
     ("yaml-syntax", GOOD + "env: {A: [\n", 6, "", ["invalid YAML"]),
     # NUL: no process argument or environment value can carry one (YAML escapes write it; a raw byte is not YAML)
     ("nul-in-argv-escape", GOOD.replace('"{prompt}"', '"{prompt}\\0"'), 2, "launch[3]",
-     ["contains a NUL byte (character 9 of a string ('{prompt}\\x00'))", "remove it"]),
-    ("nul-in-argv-hex-escape", GOOD + 'compact: [agent, "--compact\\x00"]\n', 5, "compact[2]", ["contains a NUL byte"]),
+     ["contains a NUL character (character 9 of 9): it reaches the agent as a process argument", "each write one"]),
+    ("nul-in-argv-hex-escape", GOOD + 'compact: [agent, "--compact\\x00"]\n', 5, "compact[2]", ["contains a NUL character"]),
     ("nul-in-argv-program", GOOD.replace("[agent, --resume", '["agent\\u0000", --resume'), 3, "resume[1]",
-     ["contains a NUL byte (character 6"]),
+     ["contains a NUL character (character 6"]),
     ("nul-in-env-value", GOOD + 'env:\n  FINE: "ok"\n  TOKEN: "abc\\x00def"\n', 7, "env.TOKEN",
-     ["contains a NUL byte (character 4", "environment value"]),
-    ("nul-in-env-value-escape", GOOD + 'env: {A: "\\0"}\n', 5, "env.A", ["contains a NUL byte"]),
+     ["contains a NUL character (character 4", "environment value"]),
+    ("nul-in-env-value-escape", GOOD + 'env: {A: "\\0"}\n', 5, "env.A", ["contains a NUL character"]),
     ("nul-byte-raw", GOOD.replace("[agent, -p", "[agent\0, -p"), 2, "", ["invalid YAML", "(character #x0000)"]),
     ("nul-in-name", GOOD.replace("bad-agent", '"bad\\0agent"'), 1, "name",
      ["contains the control character '\\x00'", "file names and reports"]),
@@ -217,7 +217,7 @@ def test_a_nul_byte_is_one_line_and_exit_2_before_any_run(tmp_path, key, escape)
     where = "launch[4]" if key == "launch" else "env.AGENT_MODE"
     line = 3 if key == "launch" else 9
     assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
-    assert done.stderr.startswith(f"harness: error: {path}:{line}: {where}: contains a NUL byte"), done.stderr
+    assert done.stderr.startswith(f"harness: error: {path}:{line}: {where}: contains a NUL character"), done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "report" / "journal").exists()
 

@@ -52,6 +52,9 @@ from harness.yamlsource import (
 )
 
 PROTOCOLS = ("anthropic",)
+# What a target file's strings become, for the NUL refusal's message (validation.Reader.no_nul).
+PATH, REVISION, ENVIRONMENT = ("it is a path", "it is passed to git as an argument",
+                               "it becomes an environment value of the agent")
 _TOP_KEYS = ("name", "protocol", "repo", "rev", *COMMAND_KINDS, "session_id", "steps_without_session_id", "identity",
              "timeout_s", "env", "side_calls")
 WORKING_TREE = "working-tree"  # the name suffix of a `repo:` target run from the folder as it is
@@ -153,11 +156,11 @@ class _TargetReader(Reader):
         repo = None
         text = self.optional_string(doc, "repo", "", non_empty=True)
         if text is not None:
-            self.no_nul(text, doc.key_line("repo"), "repo")
+            self.no_nul(text, doc.key_line("repo"), "repo", carried_as=PATH)
             repo = (self.file.resolve().parent / Path(text).expanduser()).resolve()
         rev = self.optional_string(doc, "rev", "", non_empty=True)
         if rev is not None:
-            self.no_nul(rev, doc.key_line("rev"), "rev")
+            self.no_nul(rev, doc.key_line("rev"), "rev", carried_as=REVISION)
         if rev is not None and repo is None:
             raise self.error(
                 "needs `repo:`, the git repository to check the revision out of (relative paths are relative to the "
@@ -246,16 +249,6 @@ class _TargetReader(Reader):
             argv.append(text)
         return tuple(argv)
 
-    def no_nul(self, text: str, line: int | None, where: str) -> None:
-        """Process arguments, environment values and paths are C strings: a NUL byte cannot be passed, only refused."""
-        if "\0" in text:
-            raise self.error(
-                f"contains a NUL byte (character {text.index(chr(0)) + 1} of {describe(text)}), which no process "
-                "argument, environment value or path can carry; remove it (in YAML, \"\\0\", \"\\x00\" and "
-                "\"\\u0000\" each write one)",
-                line, where,
-            )
-
     def printable_name(self, name: str, line: int | None) -> None:
         """The name goes into file names, junit.xml and every report: a NUL or other control character breaks them."""
         bad = next((c for c in name if ord(c) < 0x20 or ord(c) == 0x7F), None)
@@ -303,7 +296,7 @@ class _TargetReader(Reader):
             if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
                 raise self.error(f"expected an environment variable name, got {describe(key)}", m.key_line(key), where)
             text = self.string(value, m.key_line(key), where)
-            self.no_nul(text, m.key_line(key), where)
+            self.no_nul(text, m.key_line(key), where, carried_as=ENVIRONMENT)
             self.template(text, m.key_line(key), where)
             env[key] = text
         return env
