@@ -88,8 +88,7 @@ def isolation(request, monkeypatch):
     else:
         monkeypatch.delenv(netns.SWITCH, raising=False)
         available = netns.availability()
-        if not available.available:
-            pytest.skip(f"network namespaces unavailable here: {available.reason}")
+        assert available.available, f"network namespaces unavailable here: {available.reason}"
     return request.param
 
 
@@ -246,15 +245,15 @@ def test_the_step_root_its_session_and_their_descendants_are_the_steps_anyone_el
 def test_a_process_in_the_pid_namespace_the_step_made_is_the_steps(served, tmp_path):
     """nsenter puts a sender in the step's PID namespace from outside its tree and session: only the namespace says."""
     if not (shutil.which("unshare") and shutil.which("nsenter")):
-        pytest.skip("unshare and nsenter (util-linux) are needed")
+        pytest.fail("this test needs unshare and nsenter (util-linux)")
     api, server = served
     api.begin_step(step_with(say("in the namespace")))
     root = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sleep", "60"], start_new_session=True,
                             stderr=subprocess.PIPE)
     try:
         inside = _child_of(root.pid, timeout_s=20)
-        if inside is None:
-            pytest.skip(f"cannot make a PID namespace here: {root.stderr.read1().decode(errors='replace') if root.poll() is not None else 'no child'}")
+        assert inside is not None, ("cannot make a PID namespace here: "
+                                    f"{root.stderr.read1().decode(errors='replace') if root.poll() is not None else 'no child'}")
         api.set_step_pid(root.pid)
         status, _ = send_from(["nsenter", f"--target={inside}", "--pid"], server.port)
     finally:
