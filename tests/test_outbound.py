@@ -144,3 +144,17 @@ def test_a_proxy_request_for_the_api_itself_is_answered_as_a_direct_one(served):
     (exchange,) = api.journal.exchanges()
     assert (exchange.klass, exchange.path, exchange.status) == (MAIN, "/v1/messages", 200)
     assert exchange.notes == ["sent through the proxy variables to this API's own address", "request outside any step"]
+
+
+@pytest.mark.parametrize("request_line", [
+    "GET http://deploy:hunter2PLANTED@example.invalid/v1/data HTTP/1.1",
+    "CONNECT deploy:hunter2PLANTED@example.invalid:443 HTTP/1.1",
+])
+def test_a_password_in_an_outbound_address_is_redacted_in_the_journal_and_the_error(served, request_line):
+    api, server, path = served
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(f"{request_line}\r\nHost: example.invalid\r\nContent-Length: 0\r\n\r\n".encode())
+        assert conn.recv(65536).startswith(b"HTTP/1.1 403")
+    (exchange,) = api.journal.exchanges()
+    assert exchange.klass == OUTBOUND and "deploy:[redacted]@example.invalid" in exchange.path
+    assert "hunter2PLANTED" not in path.read_text() and "hunter2PLANTED" not in (exchange.error or "")

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
 from harness.fakeapi.exchange import (
-    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query,
+    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query, redact_text,
 )
 from harness.fakeapi.journal import Journal
 from harness.fakeapi import cache_sim, conversation, faults, refusal, sender
@@ -365,10 +365,10 @@ class FakeModelAPI:
     def _outbound(self, request: HTTPRequest) -> HTTPResponse:
         """Traffic meant for another host (through the proxy variables): journaled, refused, never forwarded."""
         if request.method == "CONNECT":
-            path, query = request.target, ""
-        else:  # an absolute URL: its query may carry credentials, redacted like any other
+            path, query = redact_text(request.target), ""
+        else:  # an absolute URL: its query may carry credentials, redacted like any other, and so may its user:password@
             parts = urlsplit(request.target)
-            path, query = f"{parts.scheme}://{parts.netloc}{parts.path}", parts.query
+            path, query = redact_text(f"{parts.scheme}://{parts.netloc}{parts.path}"), parts.query
         with self._lock:
             exchange = self._new_exchange(request, path, query, OUTBOUND, 403, self._active)
             exchange.error = f"outbound {request.method} to {exchange.destination} refused: nothing leaves the machine"

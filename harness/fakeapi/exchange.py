@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 from typing import Any
 
 from harness import redaction
@@ -29,6 +29,7 @@ FOREIGN = "foreign"
 
 # Every credential in what is journaled goes through the one redactor (harness/redaction.py); these names
 # stay for the modules that import them from here.
+_AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#]*)")
 REDACTED = redaction.REDACTED
 
 
@@ -81,7 +82,10 @@ class Exchange:
     @property
     def destination(self) -> str:
         """For outbound requests: the host (and port) the agent tried to reach."""
-        return self.path if self.method == "CONNECT" else urlsplit(self.path).netloc
+        # Read by hand, not by urlsplit: the path's user:password@ is journaled redacted ("[redacted]"), which
+        # urlsplit would take for an IPv6 address; the destination is the host and port, never the user.
+        address = self.path if self.method == "CONNECT" else _AUTHORITY.match(self.path).group(1)
+        return address.rpartition("@")[2]
 
     def reply_text(self) -> str:
         if not self.reply:
