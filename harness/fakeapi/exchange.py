@@ -27,7 +27,7 @@ OUTBOUND = "outbound"  # an attempt to reach another host, caught because the pr
 # journaled for the record, never judged as the agent's.
 FOREIGN = "foreign"
 
-# Every credential in what is journaled goes through the one redactor (harness/redaction.py); these names
+# Every credential in what is journaled goes through the one redactor (harness/redaction/); these names
 # stay for the modules that import them from here.
 _AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#]*)")
 REDACTED = redaction.REDACTED

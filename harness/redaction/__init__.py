@@ -4,7 +4,7 @@ Journals, reports and the console get shared (CI artifacts, pull requests),
 and an agent under test prints and sends whatever credentials it holds. A
 credential is recognised two ways: by the name it goes under (a header, a
 query parameter, an environment variable, `NAME=value` or `NAME: value` in
-text) and by the shape of its value (secret_shapes.py: detect-secrets'
+text) and by the shape of its value (shapes.py: detect-secrets'
 vendor formats and the few it lacks). Only the secret is replaced, by
 `[redacted]`: the words around it stay readable, so a reviewer sees that
 something was there and what it was called.
@@ -29,8 +29,8 @@ from functools import lru_cache
 from typing import Any, Iterator, TextIO
 from urllib.parse import unquote_plus
 
-from harness.secret_names import assignment_spans, is_secret_name, lowered
-from harness.secret_shapes import Span, all_shapes
+from harness.redaction.names import assignment_spans, is_secret_name, lowered
+from harness.redaction.shapes import Span, all_shapes
 
 REDACTED = "[redacted]"
 __all__ = ["REDACTED", "is_secret_name", "redact", "redact_many", "redact_value", "redact_headers", "redact_query",

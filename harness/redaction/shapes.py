@@ -1,7 +1,7 @@
 """What a credential's value looks like, wherever it stands: the shapes the redactor knows.
 
 A credential an agent prints or sends rarely carries a helpful name, so the
-redactor (harness/redaction.py) also recognises values by their shape. The
+redactor (harness/redaction/) also recognises values by their shape. The
 vendor formats come from detect-secrets, whose plugins are a maintained list
 of them (AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, PyPI, JWT,
 Discord, Telegram, Mailchimp, Azure storage, Square, OpenAI's older keys): we
@@ -12,7 +12,7 @@ the secret in running text to replace only that.
 Left out of detect-secrets, on purpose: the entropy plugins (they would take
 git shas, hex session ids, uuids and base64 for secrets: evidence a reviewer
 needs), the keyword plugin and the IBM, Cloudant and Softlayer ones (names in
-source code; redaction.py judges names itself, in headers, query strings,
+source code; the redactor judges names itself (names.py), in headers, query strings,
 environments and `NAME=value` text), the public-IP plugin (an address is not
 a credential), Artifactory (its password shape `AP[0-9A-F]…` takes ordinary
 capitalised words such as APACHE2LICENSE), npm and basic-auth (their `.+` and
