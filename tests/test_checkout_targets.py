@@ -26,10 +26,11 @@ from harness.targets.command import load_target_file
 AGENT = '''\
 import json, os, sys, urllib.request, uuid
 from pathlib import Path
+APPEND_FLAG = {flag!r}
 KEEP_APPEND_ON_RESUME = {keep}
 args = sys.argv[1:]
 opt = lambda name: args[args.index(name) + 1] if name in args else None
-prompt, resume, append = opt("-p"), opt("--resume"), opt("--append") or ""
+prompt, resume, append = opt("-p"), opt("--resume"), opt(APPEND_FLAG) or ""  # other options are ignored
 if resume and not KEEP_APPEND_ON_RESUME:
     append = ""
 session_id = resume or uuid.uuid4().hex
@@ -45,8 +46,8 @@ messages.append({{"role": "assistant", "content": json.loads(urllib.request.urlo
 store.write_text(json.dumps(messages))
 print(json.dumps({{"session_id": session_id}}))
 '''
-V1 = AGENT.format(keep=False)  # drops the appended text on resume
-V2 = AGENT.format(keep=True)
+V1 = AGENT.format(flag="--append", keep=False)  # drops the appended text on resume
+V2 = AGENT.format(flag="--append", keep=True)
 
 TARGET = """\
 name: my-agent

@@ -22,33 +22,10 @@ from harness.runner import run_scenario
 from harness.scenario_file import parse_scenario
 from harness.targets import resolve_target
 from harness.targets.command import load_target_file
-from test_checkout_targets import commit, git, tools, worktrees  # noqa: F401 - tools is a fixture
+from test_checkout_targets import AGENT, commit, git, tools, worktrees  # noqa: F401 - tools is a fixture
 
 HARNESS = Path(sys.executable).parent / "harness"
 
-AGENT = '''\
-import json, os, sys, urllib.request, uuid
-from pathlib import Path
-APPEND_FLAG = {flag!r}
-KEEP_APPEND_ON_RESUME = {keep}
-args = sys.argv[1:]
-opt = lambda name: args[args.index(name) + 1] if name in args else None
-prompt, resume, append = opt("-p"), opt("--resume"), opt(APPEND_FLAG) or ""  # other options are ignored
-if resume and not KEEP_APPEND_ON_RESUME:
-    append = ""
-session_id = resume or uuid.uuid4().hex
-store = Path(os.environ["HOME"]) / (session_id + ".json")
-messages = json.loads(store.read_text()) if resume else []
-messages.append({{"role": "user", "content": [{{"type": "text", "text": prompt}}]}})
-system = "You are Revision Agent." + ("\\n\\n" + append if append else "")
-body = {{"model": "m", "max_tokens": 64, "system": system, "messages": messages}}
-request = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + "/v1/messages",
-    data=json.dumps(body).encode(), headers={{"x-api-key": os.environ["ANTHROPIC_API_KEY"],
-    "anthropic-version": "2023-06-01", "content-type": "application/json"}})
-messages.append({{"role": "assistant", "content": json.loads(urllib.request.urlopen(request, timeout=30).read())["content"]}})
-store.write_text(json.dumps(messages))
-print(json.dumps({{"session_id": session_id}}))
-'''
 OLD_FLAG, NEW_FLAG = "--append-system-prompt", "--system-append"
 
 
