@@ -88,7 +88,7 @@ def test_argv_shapes_run_in_json_and_compact_through_the_serve_helper(no_install
         assert tail == (BINARY, "run", "--format", "json", "{prompt}")
         assert resume[resume.index(BINARY):] == (BINARY, "run", "--format", "json", "--session", "{session_id}", "{prompt}")
         assert compact[compact.index("{python}"):] == ("{python}", "-m", "harness.targets.opencode", BINARY, "{session_id}")
-        assert target.protocol == "openai-chat" and target.prompt_flags == ()
+        assert target.prompt_flags == ()
         assert target.session_id.read('{"type":"text","sessionID":"ses_abc","part":{}}\n', []) == "ses_abc"
 
 

@@ -87,7 +87,6 @@ def test_the_model_endpoint_and_settings_point_at_the_fake_api_only():
     assert settings["privacy"]["usageStatisticsEnabled"] is False
     assert settings["general"]["enableAutoUpdate"] is False
     assert settings["memory"]["enableManagedAutoMemory"] is False
-    assert target.protocol == "openai-chat"
 
 
 def test_the_session_id_is_read_from_the_json_array_it_prints():

@@ -45,7 +45,6 @@ def test_documented_contract_loads_into_the_expected_target(tmp_path):
         target = load_target_file(path)
         assert isinstance(target, Target)
         assert target.name == "my-agent"
-        assert target.protocol == "anthropic"
         assert dict(target.commands) == {
             "launch": (*AGENT, "-p", "{prompt}", "--append-system-prompt", "{append}"),
             "resume": (*AGENT, "-p", "{prompt}", "--resume", "{session_id}", "--append-system-prompt", "{append}"),

@@ -74,7 +74,6 @@ class Target:
     commands: Mapping[str, tuple[str, ...]]
     session_id: SessionIdSource
     identity_regex: str = DEFAULT_IDENTITY
-    protocol: str = "anthropic"
     timeout_s: float = 60.0
     env: Mapping[str, str] = field(default_factory=dict)
     target_dir: Path = Path(".")

@@ -115,7 +115,6 @@ def build(version: str, wire: str, memory: str, executable: str) -> Target:
         },
         session_id=SESSION_ID,
         identity_regex=IDENTITY_REGEX,
-        protocol="anthropic" if wire == "anthropic" else "openai-chat",
         timeout_s=120.0,
         env={
             "NO_VERSION_UPDATE": "1",

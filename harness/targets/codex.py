@@ -116,7 +116,6 @@ def build(version: str, policy: str, binary: str) -> Target:
         },
         session_id=SESSION_ID,
         identity_regex=IDENTITY_REGEX,
-        protocol="openai-responses",
         timeout_s=120.0,
         env={"CODEX_HOME": "{home}/.codex", "NO_COLOR": "1"},
         home_files={".codex/config.toml": _CONFIG.format(model=MODEL)},

@@ -99,6 +99,7 @@ class _TargetReader(Reader):
         name = self.string(self.require(doc, "name", ""), doc.key_line("name"), "name", non_empty=True)
         self.printable_name(name, doc.key_line("name"))
         repo, rev = self.repo_and_rev(doc)
+        # `protocol` documents the wire format the agent speaks; the fake API reads it off each request path.
         protocol = self.optional_string(doc, "protocol", "") or "anthropic"
         if protocol not in PROTOCOLS:
             raise self.error(f"expected one of {', '.join(PROTOCOLS)}, got {protocol!r}", doc.key_line("protocol"), "protocol")
@@ -127,7 +128,6 @@ class _TargetReader(Reader):
             name = f"{name}@{rev if rev is not None else WORKING_TREE}"
         return Target(
             name=name,
-            protocol=protocol,
             commands=commands,
             session_id=session_id,
             identity_regex=identity_regex,

@@ -110,7 +110,6 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         cannot_express={"compact": CANNOT_COMPACT},
         session_id=SessionIdSource("stdout_json", "session_id"),
         identity_regex=r"(?m)^You are [^\n]*",
-        protocol="gemini",
         timeout_s=120.0,
         env=OFFLINE_ENV,
         home_files={".gemini/settings.json": _escaped(json.dumps(SETTINGS, indent=2) + "\n")},

@@ -123,7 +123,6 @@ def build(version: str, policy: str, binary: str) -> Target:
         },
         session_id=SESSION_ID,
         identity_regex=IDENTITY_REGEX,
-        protocol="openai-chat",
         timeout_s=180.0,
         env=OFFLINE_ENV,
         home_files=_home_files(),

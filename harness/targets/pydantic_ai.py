@@ -161,7 +161,6 @@ def build(spec: Spec, fmt: str, module_arg: str, search_path: str, has_compact: 
         commands=commands,
         session_id=SessionIdSource("stdout_json", "session_id"),
         identity_regex=DEFAULT_IDENTITY,
-        protocol="anthropic" if fmt == "anthropic" else fmt,
         timeout_s=60.0,
         env={"PYTHONPATH": literal(_PACKAGE_ROOT)},  # the driver is part of this package, importable from a checkout too
         in_process=run_in_process if spec.in_process else None,

@@ -65,7 +65,6 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         },
         session_id=SESSION_ID,
         identity_regex=r"(?m)^You are [^\n]*",
-        protocol="openai-chat",
         timeout_s=120.0,
         env={"OPENAI_MODEL": MODEL, "OPENAI_BASE_URL": "{base_url}/v1", "OPENAI_API_KEY": "{api_key}"},
         side_calls=SIDE_CALLS,
