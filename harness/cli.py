@@ -18,7 +18,7 @@ from typing import Sequence
 
 from harness.errors import InputError
 from harness.report.files import ReportWriteError
-from harness.process import request_stop
+from harness.isolation.process import request_stop
 
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
@@ -56,11 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     _add_target_file_option(diff)
 
-    from harness.explore.command import add_parser as add_explore_parser  # Hypothesis itself is imported only to explore
+    from harness.commands.explore import add_parser as add_explore_parser  # Hypothesis itself is imported only to explore
 
     add_explore_parser(sub)
 
-    from harness.importing.command import add_parser as add_import_parser
+    from harness.commands.importing import add_parser as add_import_parser
 
     add_import_parser(sub)
 
@@ -116,8 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("run", "diff", "explore", "minimize"):
-        from harness import stopping
-        from harness.workspace import sweep_stale_workspaces
+        from harness.isolation import stopping
+        from harness.isolation.workspace import sweep_stale_workspaces
 
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, _stop_on_signal)
@@ -129,18 +129,15 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "diff":
             return _diff(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "explore":
-            from harness.explore import command as explore
-
+            from harness.commands import explore
             return explore.run(args, list(sys.argv if argv is None else ["harness", *argv]))
         if args.command == "minimize":
             return _minimize(args)
         if args.command == "import":
-            from harness.importing import command as importing
-
+            from harness.commands import importing
             return importing.run(args)
         if args.command == "serve":
-            from harness import serve
-
+            from harness.commands import serve
             return serve.run(args)
         if args.command == "install":
             return _install(args)
@@ -151,9 +148,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
-    from harness.report import console, vantage, write_reports
-    from harness.runner import run_matrix
-    from harness.scenario_file import load_scenarios
+    from harness.report import caller_text, console, write_reports
+    from harness.run.runner import run_matrix
+    from harness.scenario.reader import load_scenarios
     from harness.targets import resolve_targets
 
     paths = args.paths or [DEFAULT_SCENARIOS]
@@ -166,7 +163,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         print(f"harness: {note}", file=sys.stderr)
     progress = None if args.quiet else console.ConsoleProgress(concurrent=args.workers > 1)
     if args.workers > 1:
-        from harness.parallel import run_matrix_parallel
+        from harness.run.pool import run_matrix_parallel
 
         results = run_matrix_parallel(scenarios, targets, specs, report_dir / "journal", progress, args.keep_workspace,
                                       args.workers, args.target_file_from_working_tree)
@@ -179,7 +176,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         print(f"harness: error: {exc}; the verdicts above are in no report", file=sys.stderr)
         return EXIT_DIFFERS
     _print_outcome(console.table(results), console.failure_details(results), written, report_dir,
-                   vantage.text_section(results))
+                   caller_text.text_section(results))
     _say_harness_failure(results)
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
@@ -209,11 +206,11 @@ def _print_outcome(table: str, details: str, written: list[Path], report_dir: Pa
 
 
 def _diff(args: argparse.Namespace, command: list[str]) -> int:
-    from harness.diff import compare
+    from harness.run.differential import compare
     from harness.report import comparison as report
-    from harness.runner import Interrupted
+    from harness.run.runner import Interrupted
     from harness.report import console
-    from harness.scenario_file import load_scenarios
+    from harness.scenario.reader import load_scenarios
 
     scenarios = load_scenarios(args.paths or [DEFAULT_SCENARIOS])
     names = {s.name for s in scenarios}
@@ -230,8 +227,7 @@ def _diff(args: argparse.Namespace, command: list[str]) -> int:
     except Interrupted as stop:
         from harness.redaction import redact, redact_json
 
-        from harness import stopping
-
+        from harness.isolation import stopping
         who = stopping.stop_message()
         note = (f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}"
                 f"{f' ({who})' if who else ''}; no comparison was made\n")
@@ -267,14 +263,13 @@ def _one_target(spec: str, option: str, target_file_from_working_tree: bool = Fa
 
 
 def _prepare_report_dir(given: str | None, prefix: str = "run") -> Path:
-    """Create, check and lock the report folder before any agent runs (harness/report_folder.py)."""
-    from harness import report_folder
-
+    """Create, check and lock the report folder before any agent runs (harness/report/folder.py)."""
+    from harness.report import folder as report_folder
     return report_folder.prepare(given, prefix, report_folder.RUN_FILES if prefix == "run" else report_folder.DIFF_FILES)
 
 
 def _minimize(args: argparse.Namespace) -> int:
-    from harness.minimize import minimize
+    from harness.explore.minimize import minimize
 
     target = _one_target(args.target, "--target")
     report = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))

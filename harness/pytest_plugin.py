@@ -52,13 +52,12 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
         if not hasattr(config, "workerinput"):  # once per session: what the runs of a killed session left behind
-            from harness.workspace import sweep_stale_workspaces
+            from harness.isolation.workspace import sweep_stale_workspaces
 
             sweep_stale_workspaces()
         journal_dir = config.getoption("harness_journal_dir")
         if journal_dir is not None and not hasattr(config, "workerinput"):  # xdist workers share their session's
-            from harness import report_folder
-
+            from harness.report import folder as report_folder
             report_folder.lock_folder(Path(journal_dir))  # two sessions there would overwrite each other's journals
         if baseline is None and candidate is None:
             # A scenario run without a named agent used to run the reference agent in silence: an outside team's
@@ -94,7 +93,7 @@ def _unnamed_finding(file_path: Path, config: pytest.Config) -> bool:
 
     As with `harness run`, the inbox is replayed when named and otherwise left out of the library.
     """
-    from harness.scenario_file import FOUND_FOLDER
+    from harness.scenario.reader import FOUND_FOLDER
 
     parts = file_path.parent.parts
     below_scenarios = parts[parts.index(SCENARIO_FOLDER) + 1:]
@@ -110,7 +109,7 @@ def _unnamed_finding(file_path: Path, config: pytest.Config) -> bool:
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from harness.scenario_file import load_scenario
+        from harness.scenario.reader import load_scenario
 
         try:
             scenario = load_scenario(self.path)
@@ -143,7 +142,7 @@ class ScenarioItem(pytest.Item):
         self.result: RunResult | None = None
 
     def runtest(self) -> None:
-        from harness.runner import journal_name, run_scenario
+        from harness.run.runner import journal_name, run_scenario
 
         journal_dir = self.config.getoption("harness_journal_dir")
         journal = Path(journal_dir) / journal_name(self.scenario, self.target) if journal_dir else None
@@ -156,7 +155,7 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioMismatch):
             from harness.redaction import redact
-            from harness.report.cells import explain
+            from harness.report.wording import explain
 
             return redact(explain(excinfo.value.result))
         return super().repr_failure(excinfo, style)
@@ -183,7 +182,7 @@ class ComparisonItem(pytest.Item):
     def runtest(self) -> None:
         import tempfile
 
-        from harness.diff import compare
+        from harness.run.differential import compare
         from harness.report import comparison as report
 
         required = [n for n in self.config.getoption("harness_require_fix") if n == self.scenario.name]

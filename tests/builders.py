@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from harness.checks import CheckContext
-from harness.fakeapi.exchange import COMPACTION, MAIN, Exchange
+from harness.journal.exchange import COMPACTION, MAIN, Exchange
 
 IDENTITY = re.compile(r"(?m)^You are [^\n]*")
 BREAKPOINT = {"type": "ephemeral"}

@@ -19,11 +19,11 @@ from hypothesis import settings
 from harness.explore import profiles
 
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.results import RunResult
-from harness.runner import run_scenario
-from harness.scenario import Scenario
+from harness.run.runner import run_scenario
+from harness.scenario.model import Scenario
 from harness.targets.base import Target
 
 # Derandomized unless asked otherwise (HYPOTHESIS_PROFILE=deep, or --hypothesis-profile deep): a red CI run

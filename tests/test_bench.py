@@ -29,14 +29,14 @@ from harness.bench import (
 )
 from harness.bench.library_wall import _TOTALS
 from harness.bench.stats import alternate, median, percentile, summary
-from harness import process as process_module
+from harness.isolation import process as process_module
 from harness.fakeapi import peer
 from harness.fakeapi import server as server_module
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
-from harness.process import wait_for_exit
-from harness.scenario_file import load_scenario
+from harness.isolation.process import wait_for_exit
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent

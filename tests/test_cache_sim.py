@@ -27,9 +27,9 @@ from harness.fakeapi.cache_sim import (
     anthropic_min_tokens,
     openai_cached_tokens,
 )
-from harness.fakeapi.journal import read_journal
-from harness.scenario import Step, TextBlock, Turn, Usage
-from harness.scenario_file import load_scenario
+from harness.journal.requests import read_journal
+from harness.scenario.model import Step, TextBlock, Turn, Usage
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "cache-reuse-across-processes.yaml"

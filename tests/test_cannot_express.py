@@ -6,10 +6,10 @@ import dataclasses
 import xml.etree.ElementTree as ET
 
 from harness.report import console, junit
-from harness.report.cells import counts, outcome
+from harness.report.wording import counts, outcome
 from harness.results import CANNOT_EXPRESS, PASS
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target
 
 COMPACTING = """

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target, resolve_targets
 from harness.targets.checkout import MARKER
-from harness.targets.command import load_target_file
+from harness.targets.target_file import load_target_file
 
 AGENT = '''\
 import json, os, sys, urllib.request, uuid

@@ -12,7 +12,7 @@ from builders import (
 
 from harness.checks import appended, history, identity, prefix
 from harness.checks.evidence import first_difference
-from harness.fakeapi.exchange import SIDE
+from harness.journal.exchange import SIDE
 
 # ----------------------------------------------------------------- identity_stable
 

@@ -15,7 +15,7 @@ import yaml
 
 from harness.cli import build_parser
 from harness.targets.checkout import open_repository
-from harness.targets.command import load_target_file
+from harness.targets.target_file import load_target_file
 from harness.targets.file_at_revision import path_in_repository
 
 ROOT = Path(__file__).resolve().parent.parent

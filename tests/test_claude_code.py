@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import CLAUDE_CODE_KEY
 
-from harness.fakeapi.exchange import MAIN, OUTBOUND
+from harness.journal.exchange import MAIN, OUTBOUND
 from harness.results import RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario, load_scenarios, parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario, load_scenarios, parse_scenario
 from harness.targets import claude_code, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,7 @@ def test_the_build_is_installed_and_runs_natively(version):
 
 
 def claude_code_tools_root() -> Path:
-    from harness.tools import tools_root
+    from harness.targets.installs import tools_root
 
     return (tools_root() / "claude-code").resolve()
 

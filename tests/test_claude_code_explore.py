@@ -13,8 +13,8 @@ from __future__ import annotations
 from harness.explore.found import replay, write_finding
 from harness.explore.search import Budget, explore_target
 from harness.results import PASS
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import claude_code, resolve_target
 
 BUDGET = Budget(profile="ci", examples=20, max_steps=5)

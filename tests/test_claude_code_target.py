@@ -11,9 +11,9 @@ from builders import IDENTITY
 from harness.checks import CheckContext, prefix
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI, HTTPRequest
-from harness.fakeapi.exchange import MAIN
-from harness.fakeapi.journal import Journal
-from harness.fakeapi.protocols import anthropic as wire
+from harness.journal.exchange import MAIN
+from harness.journal.requests import Journal
+from harness.fakeapi.formats import anthropic as wire
 from harness.results import FAIL, PASS
 from harness.targets import claude_code, resolve_target
 from harness.targets.base import Target

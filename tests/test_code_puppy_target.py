@@ -10,8 +10,8 @@ import pytest
 from harness.errors import InputError
 from harness.targets import code_puppy, expectation_name_problem
 from harness.targets.base import render
-from harness.terminal import strip_escapes
-from harness.tools import pip_venv_dir
+from harness.isolation.terminal import strip_escapes
+from harness.targets.installs import pip_venv_dir
 
 PINNED = code_puppy.PINNED_VERSION
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, OUTBOUND
+from harness.journal.exchange import COMPACTION, MAIN, OUTBOUND
 from harness.results import RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import codex, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent

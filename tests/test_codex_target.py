@@ -10,8 +10,8 @@ from vocabulary import step_with
 
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI, HTTPRequest
-from harness.fakeapi.exchange import COMPACTION, MAIN
-from harness.fakeapi.journal import Journal
+from harness.journal.exchange import COMPACTION, MAIN
+from harness.journal.requests import Journal
 from harness.targets import codex, expectation_name_problem, resolve_target
 from harness.targets.base import render
 

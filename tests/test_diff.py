@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.diff import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, UNCHANGED_PASS, classify, compare
-from harness.scenario_file import load_scenario, parse_scenario
+from harness.run.differential import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, UNCHANGED_PASS, classify, compare
+from harness.scenario.reader import load_scenario, parse_scenario
 from harness.targets import resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent

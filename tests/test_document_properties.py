@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from cli_outcome import assert_kept_promise, run_in_process, run_installed
 from harness.checks import CHECK_NAMES
-from harness.scenario import FAULT_KINDS, STEP_KINDS, STOP_REASONS
-from harness.yamlsource import load_located_file, to_plain
+from harness.scenario.model import FAULT_KINDS, STEP_KINDS, STOP_REASONS
+from harness.documents.located import load_located_file, to_plain
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_SEEDS = sorted((ROOT / "scenarios").rglob("*.yaml"))

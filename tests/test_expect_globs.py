@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders import IDENTITY, conversation
 
 from harness.results import FAIL, PASS
-from harness.runner import judge
+from harness.run.runner import judge
 from harness.targets.base import SessionIdSource, Target
 from vocabulary import parse
 

@@ -26,8 +26,8 @@ from harness.explore.machine import RUN_ERROR
 from harness.explore.search import Budget, explore_target
 from harness.reference_agent.defects import KNOWN_DEFECTS
 from harness.results import PASS
-from harness.runner import run_scenario
-from harness.scenario_file import find_scenario_files, load_scenario, load_scenarios, scenario_from_text
+from harness.run.runner import run_scenario
+from harness.scenario.reader import find_scenario_files, load_scenario, load_scenarios, scenario_from_text
 from harness.targets import resolve_target
 
 # The check each defect must be caught by first (the first failing check in the scenario's order, at the

@@ -30,11 +30,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.fakeapi import cache_sim
-from harness.fakeapi.core import FakeModelAPI, RequestRule
-from harness.fakeapi.journal import Journal, read_journal
-from harness.fakeapi.protocols.anthropic import MODELS
+from harness.fakeapi.core import FakeModelAPI
+from harness.journal.rules import RequestRule
+from harness.journal.requests import Journal, read_journal
+from harness.fakeapi.formats.anthropic import MODELS
 from harness.fakeapi.server import FakeAPIServer
-from harness.scenario import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario.model import Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 
 MODEL = "reference-model-1"
 
@@ -1045,9 +1046,9 @@ DISK_FAULT_HELPER = r"""
 import http.client, json, sys
 from pathlib import Path
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
-from harness.scenario import Step, TextBlock, Turn
+from harness.scenario.model import Step, TextBlock, Turn
 
 path, size, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 journal = Journal(path)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import MAIN, SIDE
-from harness.fakeapi.journal import read_journal
+from harness.journal.exchange import MAIN, SIDE
+from harness.journal.requests import read_journal
 from harness.results import ERROR, PASS
 
 from test_runner import THREE_TURNS, assert_run_error, scenario, target
@@ -81,7 +81,7 @@ def test_the_command_line_exits_1_on_a_step_that_never_took_its_turn(tmp_path):
 
 def test_the_launch_cannot_be_exempt_from_printing_its_session_id(tmp_path):
     from harness.errors import InputError
-    from harness.targets.command import load_target_file
+    from harness.targets.target_file import load_target_file
 
     text = (AGENTS / "resume-garbage-stdout-exempt.yaml").read_text().replace("[resume, retry]", "[resume, launch]")
     (tmp_path / "t.yaml").write_text(text)

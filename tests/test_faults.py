@@ -20,13 +20,13 @@ from typing import Any
 import anthropic
 import pytest
 
-from harness.fakeapi.exchange import MAIN
-from harness.fakeapi.journal import read_journal
-from harness.fakeapi.protocols.anthropic import stream_event_names
+from harness.journal.exchange import MAIN
+from harness.journal.requests import read_journal
+from harness.fakeapi.formats.anthropic import stream_event_names
 from harness.fakeapi.script import blocks_of
 from harness.results import ERROR, PASS
-from harness.scenario import ApiError, Fault, TextBlock, ToolUseBlock, Turn
-from harness.scenario_file import load_scenario
+from harness.scenario.model import ApiError, Fault, TextBlock, ToolUseBlock, Turn
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 from vocabulary import AGENTS, HEAD, assert_error, messages_body, parse, parse_error, post, reference, say, step_with
 

@@ -24,16 +24,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import netns
+from harness.isolation import netns
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import FOREIGN, MAIN
-from harness.fakeapi.journal import Journal, read_journal
+from harness.journal.exchange import FOREIGN, MAIN
+from harness.journal.requests import Journal, read_journal
 from harness.fakeapi.sender import FOREIGN_ERROR, FOREIGN_ON_HOST, FOREIGN_OUTSIDE_STEP, SENDER_NOT_FOUND
 from harness.fakeapi.server import FakeAPIServer
 from harness.fakeapi.transport import HOST_LISTENER, STEP_LISTENER, HTTPRequest
 from harness.results import PASS
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from vocabulary import messages_body, reference, say, step_with
 
 LIBRARY_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "three-turns-three-processes.yaml"

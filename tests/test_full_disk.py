@@ -25,7 +25,7 @@ head -c 4194304 /dev/zero > "$1/filler" 2>/dev/null || true
 i=0; while [ "$3" = inodes ] && touch "$1/inode-$i" 2>/dev/null; do i=$((i+1)); done
 TMPDIR="$1" "$4" -c '
 import json, os, sys
-from harness.workspace import Workspace, WorkspaceError
+from harness.isolation.workspace import Workspace, WorkspaceError
 try:
     Workspace.create("full-disk-scenario-target")
     said = None

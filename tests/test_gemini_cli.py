@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import COMPACTION, MAIN
+from harness.journal.exchange import COMPACTION, MAIN
 from harness.results import CANNOT_EXPRESS, RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import gemini_cli, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent

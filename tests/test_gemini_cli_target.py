@@ -9,7 +9,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI, HTTPRequest
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.targets import expectation_name_problem, gemini_cli, resolve_target
 from harness.targets.base import render
 from vocabulary import say, step_with

@@ -16,9 +16,9 @@ import pytest
 from vocabulary import say, step_with
 
 from harness.checks import CheckContext, run_check
-from harness.fakeapi.journal import read_journal
-from harness.fakeapi.protocols import gemini
-from harness.scenario import ApiError, TextBlock, ToolUseBlock, Turn, Usage
+from harness.journal.requests import read_journal
+from harness.fakeapi.formats import gemini
+from harness.scenario.model import ApiError, TextBlock, ToolUseBlock, Turn, Usage
 
 MODEL = "gemini-test-pro"
 STREAM = f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"

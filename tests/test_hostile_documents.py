@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cli_outcome import assert_input_error, assert_kept_promise, run_in_process, run_installed
-from harness.scenario import TextBlock, ToolUseBlock
-from harness.scenario_file import load_scenario
-from harness.yaml_guards import MAX_ALIAS_EXPANSION
+from harness.scenario.model import TextBlock, ToolUseBlock
+from harness.scenario.reader import load_scenario
+from harness.documents.guards import MAX_ALIAS_EXPANSION
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_CAP = 400 * 1024 * 1024  # without the bound, the bomb below needs gigabytes

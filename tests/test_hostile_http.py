@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.http_framing import MAX_BODY_BYTES, MAX_HEADERS, MAX_LINE_BYTES
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
 
 MESSAGES = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}

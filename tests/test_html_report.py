@@ -29,12 +29,12 @@ from harness.checks import prefix
 from harness.checks.context import CheckContext
 from harness.checks.identity import identity_of
 from harness.checks.prefix import system_prefix
-from harness.diff import Comparison, compare
+from harness.run.differential import Comparison, compare
 from harness.report.html import render_comparison, write_comparison
 from harness.report.html_diffview import diff_view
 from harness.report.html_text import Span, marked
 from harness.results import CheckResult
-from harness.scenario_file import load_scenarios, parse_scenario
+from harness.scenario.reader import load_scenarios, parse_scenario
 from harness.targets import resolve_target
 from harness.targets.base import SessionIdSource, Target
 

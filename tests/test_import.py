@@ -26,8 +26,8 @@ from harness.importing import detect_format, read_draft
 from harness.importing.appended import appended_candidates
 from harness.importing.draft import prompt_text, summary_in
 from harness.results import FAIL, PASS, RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario, parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario, parse_scenario
 from harness.targets import claude_code, resolve_target
 
 PINNED, OLDER = claude_code.PINNED_VERSION, claude_code.OLDER_VERSION
@@ -313,8 +313,8 @@ def test_a_summary_is_read_from_a_reply_or_a_continuation_message():
 
 
 def test_a_long_description_is_written_folded_and_reads_back_unchanged():
-    from harness.scenario_writer import render
-    from harness.scenario_file import scenario_from_text
+    from harness.scenario.writer import render
+    from harness.scenario.reader import scenario_from_text
 
     prose = " ".join(["Imported from a transcript: # not a comment, -- nor a list."] * 6)
     text = render({"name": "n", "description": prose, "append": APPEND, "steps": [{"launch": {"prompt": "p", "reply": "r"}}]})

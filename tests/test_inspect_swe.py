@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import MAIN
-from harness.launches import launch_journal_path, read_launches
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.journal.exchange import MAIN
+from harness.journal.launches import launch_journal_path, read_launches
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import claude_code, resolve_target
 from harness.targets.inspect_swe import MEASURED_VERSION
 

@@ -13,10 +13,10 @@ import pytest
 from harness.errors import InputError
 from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.inspect_swe.plan import COMPACT_PROMPT, plan_of
-from harness.scenario_file import parse_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import claude_code, expectation_name_problem
 from harness.targets.inspect_swe import parse_spec
-from harness.workspace import Workspace
+from harness.isolation.workspace import Workspace
 
 APPEND = "Task prompt: answer with one number."
 

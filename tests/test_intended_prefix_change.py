@@ -15,8 +15,8 @@ from builders import context, conversation, system
 
 from harness.checks import prefix
 from harness.checks.context import CheckContext
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

@@ -201,8 +201,7 @@ def test_a_stop_whose_interrupt_was_lost_still_ends_the_wait_for_a_step(monkeypa
 
     import pytest
 
-    from harness import process
-
+    from harness.isolation import process
     monkeypatch.setattr(process, "_stop_requested", False)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from hypothesis import given, strategies as st
 
-from harness.runner import MAX_JOURNAL_NAME, journal_name
+from harness.run.runner import MAX_JOURNAL_NAME, journal_name
 
 from test_runner import ONE_TURN, scenario, target
 
@@ -38,7 +38,7 @@ def test_different_pairs_never_share_a_name_and_every_name_fits(s1, t1, s2, t2):
 
 
 def test_a_run_with_a_name_of_240_characters_keeps_its_journal(run, tmp_path):
-    from harness.runner import run_matrix
+    from harness.run.runner import run_matrix
 
     sc = scenario("n" * 240, ONE_TURN)
     results = run_matrix([sc], [target("good")], tmp_path / "journal")

@@ -18,13 +18,14 @@ from harness.checks import run_check
 from harness.checks.context import CheckContext
 from harness.checks.launches import APPENDED, FROM_CALLER, prompt_options
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import REDACTED
+from harness.journal.exchange import REDACTED
 from harness.fakeapi.launch_control import LaunchControl
 from harness.fakeapi.server import FakeAPIServer
-from harness.launch_shim import CANNOT_RECORD, CONTROL_PATH, write_shim
-from harness.launches import RUNNER, SHIM, Launch, LaunchJournal, launch_journal_path, read_launches
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.fakeapi.launch_control import CONTROL_PATH
+from harness.isolation.launch_shim import CANNOT_RECORD, write_shim
+from harness.journal.launches import RUNNER, SHIM, Launch, LaunchJournal, launch_journal_path, read_launches
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target
 from builders import IDENTITY
 
@@ -224,12 +225,12 @@ def test_a_torn_last_line_of_a_launch_journal_is_ignored(tmp_path):
 
 
 def test_reports_show_both_vantage_points_side_by_side(tmp_path):
-    from harness.report import markdown, vantage
+    from harness.report import caller_text, markdown
 
     hidden, _ = run(tmp_path / "hidden", reference_with(resume_tail=()))
     clean, _ = run(tmp_path / "clean", reference_with())
-    assert vantage.rows(hidden) == [("1 launch", "1×", "1×"), ("2 resume", "0× ✗", "1×")]
-    console = vantage.text_section([clean, hidden])
+    assert caller_text.rows(hidden) == [("1 launch", "1×", "1×"), ("2 resume", "0× ✗", "1×")]
+    console = caller_text.text_section([clean, hidden])
     assert "reference-launcher" in console and "2 resume  0× ✗" in console
     assert console.count("the caller's text ·") == 1  # a run whose sides both say 1× stays off the console
     summary = markdown.render([clean, hidden])
@@ -237,7 +238,7 @@ def test_reports_show_both_vantage_points_side_by_side(tmp_path):
 
 
 def test_the_merge_gate_sees_a_launcher_regression_at_the_step_it_starts(tmp_path):
-    from harness.diff import REGRESSION, compare
+    from harness.run.differential import REGRESSION, compare
 
     comparison = compare([parse_scenario(SCENARIO)], reference_with(), reference_with(resume_tail=()), tmp_path)
     [sd] = comparison.scenarios

@@ -15,8 +15,8 @@ from conftest import MATRIX_KEY
 
 from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
 from harness.reference_agent.defects import KNOWN_DEFECTS
-from harness.runner import run_matrix
-from harness.scenario_file import load_scenarios
+from harness.run.runner import run_matrix
+from harness.scenario.reader import load_scenarios
 from harness.targets import resolve_target
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios"

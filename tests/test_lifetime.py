@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.workspace_owner import sweep_stale_workspaces
+from harness.isolation.workspace_owner import sweep_stale_workspaces
 
 AGENT = r'''
 """Hangs after starting a child, an orphaned grandchild and a double-forked daemon; their pids go to $HOME."""
@@ -144,7 +144,7 @@ def kill_and_check(harness: subprocess.Popen, scratch: Path, agents: int, also: 
     assert_all_gone(pids)
     left = sorted(path.name for path in scratch.glob("harness-*"))
     assert left, "the killed run's workspace is expected in its temporary folder until the next start sweeps it"
-    swept = subprocess.run([sys.executable, "-c", "from harness.workspace_owner import sweep_stale_workspaces as s; "
+    swept = subprocess.run([sys.executable, "-c", "from harness.isolation.workspace_owner import sweep_stale_workspaces as s; "
                             "print(len(s()))"], env={**os.environ, "TMPDIR": str(scratch)}, capture_output=True,
                            text=True, check=True)
     assert int(swept.stdout) == len(left) and not list(scratch.glob("harness-*")), (left, swept)
@@ -199,7 +199,7 @@ def test_a_sigkilled_pytest_session_leaves_no_process_of_its_items(folder):
 
 def test_the_sweep_removes_only_workspaces_whose_owner_is_dead(tmp_path):
     """Live owners (this process), kept ones and unmarked folders stay; a dead owner's and a reused pid's go."""
-    from harness.workspace import Workspace
+    from harness.isolation.workspace import Workspace
 
     live = Workspace.create("live", tmp_path)
     kept = Workspace.create("kept", tmp_path, keep=True)

@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 from harness import cli
-from harness.minimize import ddmin, minimize
+from harness.explore.minimize import ddmin, minimize
 from harness.results import FAIL, PASS
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 
 PADDED = """\

@@ -1,4 +1,4 @@
-"""A step's private /var/tmp: what it writes there stays out of the host's (harness/netns.py, `private_dirs`).
+"""A step's private /var/tmp: what it writes there stays out of the host's (harness/isolation/netns.py, `private_dirs`).
 
 Real processes in real namespaces, driven as the runner drives a step
 (isolated_step around run_process, with a FakeAPIServer): the agent writes
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import netns
+from harness.isolation import netns
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
-from harness.process import run_process
-from harness.scenario_file import parse_scenario
+from harness.isolation.process import run_process
+from harness.scenario.reader import parse_scenario
 from test_network_isolation import namespaces, switch_unset  # noqa: F401 - the same fixtures: namespaces required, switch unset
 
 SCENARIO = parse_scenario("name: private\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
@@ -148,7 +148,7 @@ def test_a_missing_source_fails_the_step_naming_it_and_never_runs_the_agent(tmp_
     assert isolation.error == (f"could not make /var/tmp private to the step: cannot bind {missing} over /var/tmp: "
                                "[Errno 2] No such file or directory (the agent was not started)"), isolation.error
     assert outcome.exit_code == 125 and seen is None
-    assert f"harness.netns: cannot bind {missing} over /var/tmp" in err
+    assert f"harness.isolation.netns: cannot bind {missing} over /var/tmp" in err
     assert not Path("/var/tmp", name).exists() and not missing.exists()
     assert served[0].journal.exchanges() == []
     assert not any(note.startswith("private ") for note in isolation.notes)

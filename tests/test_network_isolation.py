@@ -1,6 +1,6 @@
 """Every step in a network namespace of its own: the fake API at the same address, nothing else reachable.
 
-Real processes in real namespaces (harness/netns.py): an agent written here
+Real processes in real namespaces (harness/isolation/netns.py): an agent written here
 reaches the fake API at its usual base URL, while its direct connections to
 another host fail at once with "network unreachable" and one to a port the test
 listens on in the host's loopback is refused (a different loopback), and the
@@ -30,16 +30,16 @@ from pathlib import Path
 import pytest
 
 import harness
-import harness.process
-from harness import netns
+import harness.isolation.process
+from harness.isolation import netns
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import MAIN, OUTBOUND
-from harness.fakeapi.journal import Journal, read_journal
+from harness.journal.exchange import MAIN, OUTBOUND
+from harness.journal.requests import Journal, read_journal
 from harness.fakeapi.server import FakeAPIServer
-from harness.process import run_process
+from harness.isolation.process import run_process
 from harness.results import ERROR, RunResult
-from harness.scenario_file import parse_scenario
-from harness.targets.command import load_target_file
+from harness.scenario.reader import parse_scenario
+from harness.targets.target_file import load_target_file
 
 OUTSIDE_V4 = ("10.255.255.1", 80)  # unroutable from a namespace with only lo
 OUTSIDE_V6 = ("2001:db8::1", 80, 0, 0)  # documentation prefix
@@ -321,7 +321,7 @@ def test_the_launcher_is_invisible_to_the_agent(run, tmp_path, monkeypatch, name
 
 @pytest.mark.parametrize("mode", ["hang", "stubborn"])
 def test_a_hung_agent_in_a_namespace_is_killed_with_its_whole_group(run, tmp_path, monkeypatch, mode, namespaces):
-    monkeypatch.setattr(harness.process, "GRACE_S", 0.3)
+    monkeypatch.setattr(harness.isolation.process, "GRACE_S", 0.3)
     result = run(scenario(), target(tmp_path, mode, timeout_s=1), keep=True)
     assert result.status == ERROR
     assert result.error.startswith("step 1 (launch): timed out after 1s; its process group was killed"), result.error
@@ -413,7 +413,7 @@ def test_unshare_refused_at_run_time_fails_the_step_with_the_cause(run, tmp_path
     ), result.error
     step = result.steps[0]
     assert step.exit_code == 125 and step.requests == 0 and len(result.steps) == 1
-    assert "harness.netns: unshare(CLONE_NEWNET): No space left on device" in step.stderr_tail
+    assert "harness.isolation.netns: unshare(CLONE_NEWNET): No space left on device" in step.stderr_tail
     assert not (home(result) / "seen-1.json").exists()
     assert time.monotonic() - started < 10
 
@@ -458,10 +458,10 @@ def test_a_program_that_cannot_start_is_named_the_same_way_with_or_without(run, 
 UNPRIVILEGED_RUN = r'''
 import json, sys
 from pathlib import Path
-from harness import netns
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
-from harness.targets.command import load_target_file
+from harness.isolation import netns
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
+from harness.targets.target_file import load_target_file
 folder = Path(sys.argv[1])
 sc = parse_scenario("name: nobody\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
 result = run_scenario(sc, load_target_file(folder / "netprobe-probe.yaml"), folder / "journal.jsonl", keep_workspace=True)

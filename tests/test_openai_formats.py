@@ -19,8 +19,8 @@ import pytest
 from vocabulary import say, step_with
 
 from harness.checks import CheckContext, run_check
-from harness.fakeapi.journal import read_journal
-from harness.scenario import ApiError, Fault, Step, TextBlock, ToolUseBlock, Turn, Usage
+from harness.journal.requests import read_journal
+from harness.scenario.model import ApiError, Fault, Step, TextBlock, ToolUseBlock, Turn, Usage
 
 MODEL = "gpt-test-1"
 CHAT = "/v1/chat/completions"

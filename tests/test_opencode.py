@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, OUTBOUND, SIDE
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.journal.exchange import COMPACTION, MAIN, OUTBOUND, SIDE
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import opencode, resolve_target
 
 APPEND = "Task prompt: answer with one number. Never use tools."

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.fakeapi.protocols import openai_chat
+from harness.fakeapi.formats import openai_chat
 from harness.targets import opencode, resolve_target
 from harness.targets.base import render
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import MAIN, OUTBOUND
-from harness.fakeapi.journal import read_journal
+from harness.journal.exchange import MAIN, OUTBOUND
+from harness.journal.requests import read_journal
 from harness.targets import resolve_target
-from harness.workspace import Workspace, step_environment
+from harness.isolation.workspace import Workspace, step_environment
 from vocabulary import messages_body, parse, post
 
 

@@ -300,8 +300,8 @@ def test_the_barrier_holds_a_serial_run_back(tmp_path):
 
 
 def test_every_library_scenario_crosses_to_a_worker_as_a_pickle():
-    from harness.parallel import _scenario_payload
-    from harness.scenario_file import load_scenarios
+    from harness.run.pool import _scenario_payload
+    from harness.scenario.reader import load_scenarios
 
     scenarios = load_scenarios([str(LIBRARY)])
     assert len(scenarios) > 20

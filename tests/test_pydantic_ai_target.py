@@ -26,10 +26,10 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.inprocess import http_client
-from harness.fakeapi.journal import read_journal
+from harness.journal.requests import read_journal
 from harness.pydantic_ai.loading import load_module
 from harness.results import ERROR, FAIL, PASS
-from harness.scenario_file import load_scenario, parse_scenario
+from harness.scenario.reader import load_scenario, parse_scenario
 from harness.targets import expectation_name_problem, pydantic_ai as target_module, resolve_target
 from harness.targets.base import Target
 

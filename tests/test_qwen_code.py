@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import COMPACTION, MAIN
+from harness.journal.exchange import COMPACTION, MAIN
 from harness.results import RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import qwen_code, resolve_target
 from harness.targets.claude_code import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 

@@ -9,8 +9,8 @@ from vocabulary import say, step_with
 
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI, HTTPRequest
-from harness.fakeapi.exchange import COMPACTION, MAIN, SIDE
-from harness.fakeapi.journal import Journal
+from harness.journal.exchange import COMPACTION, MAIN, SIDE
+from harness.journal.requests import Journal
 from harness.targets import expectation_name_problem, qwen_code
 from harness.targets.base import render
 from harness.targets.claude_code import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER

@@ -31,11 +31,11 @@ import pytest
 from harness import cli as harness_cli
 from harness.errors import InputError
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.exchange import MAIN
+from harness.journal.exchange import MAIN
 from harness.fakeapi.inprocess import SyncRespxTransport, http_client, make_router
-from harness.fakeapi.journal import read_journal
-from harness.fakeapi.protocols.anthropic import stream_event_names
-from harness.process import run_process
+from harness.journal.requests import read_journal
+from harness.fakeapi.formats.anthropic import stream_event_names
+from harness.isolation.process import run_process
 from harness.reference_agent.client import MessagesClient
 from harness.reference_agent.defects import KNOWN_DEFECTS
 from harness.reference_agent.errors import ApiError
@@ -43,9 +43,9 @@ from harness.reference_agent.httpx_connection import HttpxConnection
 from harness.reference_agent.in_process import ARGV0, BASE_URL, run_in_process, step_environment
 from harness.reference_agent.sse import parse_sse
 from harness.results import ERROR, FAIL, PASS, RunResult
-from harness.runner import run_scenario
-from harness.scenario import Fault, TextBlock, Turn
-from harness.scenario_file import load_scenario, load_scenarios, parse_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.model import Fault, TextBlock, Turn
+from harness.scenario.reader import load_scenario, load_scenarios, parse_scenario
 from harness.targets import expectation_name_problem, resolve_target
 from harness.targets.reference import build
 from vocabulary import messages_body, step_with
@@ -467,7 +467,7 @@ def test_in_process_steps_open_no_socket_and_start_no_process(run):
     assert results[0].as_expected and sum(s.requests for s in results[0].steps) == 6
     # The watch sees them when they happen: the same scenario as subprocesses starts processes,
     seen = {event for event, _ in audited(lambda: run(sc, target([], in_process=False)))}
-    assert "harness.step.spawn" in seen  # each step, started by the step warden (harness/lifetime.py)
+    assert "harness.step.spawn" in seen  # each step, started by the step warden (harness/isolation/lifetime.py)
     # and the stdlib client connects (to a port nobody listens on: the connection is refused).
     def refused() -> None:
         with pytest.raises(ApiError, match="failed"):

@@ -18,14 +18,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 
-import harness.process
-from harness.fakeapi.journal import read_journal
+import harness.isolation.process
+from harness.journal.requests import read_journal
 from harness.results import ERROR, PASS, RunResult
-from harness.scenario import Scenario
-from harness.scenario_file import parse_scenario
+from harness.scenario.model import Scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets.base import Target
-from harness.targets.command import load_target_file
-from harness.workspace import FAKE_API_KEY
+from harness.targets.target_file import load_target_file
+from harness.isolation.workspace import FAKE_API_KEY
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 APPEND = "Appended rules: never delete files."
@@ -144,7 +144,7 @@ def test_hang_times_out_and_kills_the_agent_and_its_child(run):
 
 
 def test_hang_ignoring_sigterm_is_killed_anyway(run, monkeypatch):
-    monkeypatch.setattr(harness.process, "GRACE_S", 0.3)  # SIGTERM, a short grace, then SIGKILL
+    monkeypatch.setattr(harness.isolation.process, "GRACE_S", 0.3)  # SIGTERM, a short grace, then SIGKILL
     sc = scenario("stubborn", ONE_TURN)
     result = run(sc, target("stubborn"), keep=True)
     assert_run_error(result, sc, 1, "timed out after 1s")
@@ -329,7 +329,7 @@ while True:
 
 def test_an_agent_that_loops_is_stopped_at_the_cap_and_reported_with_the_count(tmp_path):
     from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
-    from harness.runner import run_scenario
+    from harness.run.runner import run_scenario
     from harness.targets.base import SessionIdSource
 
     looping = Target(name="looping", commands={"launch": (sys.executable, "-c", LOOPING_AGENT, "{base_url}")},

@@ -14,10 +14,10 @@ import pytest
 
 from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
 from harness.errors import InputError
-from harness.scenario import Scenario, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
-from harness.scenario_file import load_scenario, load_scenarios
-from harness.scenario_checks import APPEND_CHECK, NEEDS
-from harness.yamlsource import LocatedDict, LocatedList, load_located, unknown_key_error
+from harness.scenario.model import Scenario, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario.reader import load_scenario, load_scenarios
+from harness.scenario.checks_section import APPEND_CHECK, NEEDS
+from harness.documents.located import LocatedDict, LocatedList, load_located, unknown_key_error
 
 EXAMPLE = textwrap.dedent(
     """\
@@ -254,7 +254,7 @@ BAD = [
     ("lone-surrogate", (*HEAD, "steps:", "  - launch: {prompt: \"hi \\ud83d\\ude00\"}"), 4,
      ["column 22", "\\ud83d is half of a UTF-16 surrogate pair", "\\UXXXXXXXX"]),
     ("lone-surrogate-in-key", (*HEAD, "\"\\udfff\": 1"), 3, ["\\udfff is half"]),
-    # --- documents bounded while composed (harness/yaml_guards.py)
+    # --- documents bounded while composed (harness/documents/guards.py)
     ("recursive-alias", (*HEAD, "steps:", "  - launch:", "      prompt: hi", "      reply:", "        - tool_use:",
                          "            name: Bash", "            input: &loop {again: *loop}"), 9,
      ["column 34", "recursive alias *loop", "anchored on line 9"]),

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.fakeapi.exchange import COMPACTION, MAIN
-from harness.fakeapi.journal import read_journal
+from harness.journal.exchange import COMPACTION, MAIN
+from harness.journal.requests import read_journal
 from harness.results import ERROR, PASS
-from harness.scenario import ApiError, TextBlock, Turn
+from harness.scenario.model import ApiError, TextBlock, Turn
 from harness.targets import resolve_target
 from vocabulary import AGENTS, HEAD, MODEL, assert_error, messages_body, parse, parse_error, post, reference, say, step_with
 

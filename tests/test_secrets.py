@@ -44,9 +44,9 @@ from harness.redaction import (
 from harness.report.console import ConsoleProgress
 from harness.report.html_text import attr, esc
 from harness.results import StepResult
-from harness.scenario_file import parse_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target
-from harness.workspace import FAKE_API_KEY
+from harness.isolation.workspace import FAKE_API_KEY
 
 HARNESS = Path(sys.executable).with_name("harness")
 MARK = "PLANTED"  # in every planted secret: no output may show it, whole or in part

@@ -1,7 +1,7 @@
 """Who stopped the harness, and that no agent inherits the signals it blocks to find out.
 
 Real harness processes (a small script that stops the way the CLI does:
-request_stop, then KeyboardInterrupt) with harness/stopping.py installed run
+request_stop, then KeyboardInterrupt) with harness/isolation/stopping.py installed run
 a real agent step. The agent reads its own /proc/self/status: nothing blocked,
 whichever way the step started (the warden with or without a network
 namespace, or straight from the harness where there is no warden). An agent
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.process import run_process
+from harness.isolation.process import run_process
 
 AGENT = r'''
 import json, os, signal, subprocess, sys, time
@@ -55,11 +55,11 @@ else:  # hang: stopped from outside
 HARNESS = r'''
 import json, signal, sys
 from pathlib import Path
-from harness import lifetime, process, stopping
-from harness.parallel import run_matrix_parallel
-from harness.runner import Interrupted, run_scenario
-from harness.scenario_file import parse_scenario
-from harness.targets.command import load_target_file
+from harness.isolation import lifetime, process, stopping
+from harness.run.pool import run_matrix_parallel
+from harness.run.runner import Interrupted, run_scenario
+from harness.scenario.reader import parse_scenario
+from harness.targets.target_file import load_target_file
 
 def stop(signum, frame):  # as harness/cli.py's handler
     process.request_stop()

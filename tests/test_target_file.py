@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.fakeapi.core import RequestRule
-from harness.fakeapi.exchange import MAIN, Exchange
+from harness.journal.rules import RequestRule
+from harness.journal.exchange import MAIN, Exchange
 from harness.reference_agent import KNOWN_DEFECTS
 from harness.targets import resolve_target, resolve_targets
 from harness.targets.base import DEFAULT_IDENTITY, PLACEHOLDERS, SessionIdSource, Target
-from harness.targets.command import load_target_file
+from harness.targets.target_file import load_target_file
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRACT = REPO / "examples" / "minimal-agent" / "target.yaml"

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.diff import UNCHANGED_PASS
+from harness.run.differential import UNCHANGED_PASS
 from harness.errors import InputError
-from harness.launches import read_launches
-from harness.runner import run_scenario
-from harness.scenario_file import parse_scenario
+from harness.journal.launches import read_launches
+from harness.run.runner import run_scenario
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target
-from harness.targets.command import load_target_file
+from harness.targets.target_file import load_target_file
 from test_checkout_targets import AGENT, commit, git, tools, worktrees  # noqa: F401 - tools is a fixture
 
 HARNESS = Path(sys.executable).parent / "harness"

@@ -27,7 +27,7 @@ from builders import (
 from vocabulary import say, step_with
 
 from harness.checks import CHECK_NAMES, CheckContext, run_check, temporary
-from harness.fakeapi.journal import read_journal
+from harness.journal.requests import read_journal
 from harness.reference_agent import defects as d
 from harness.reference_agent.cli import parse_args
 from harness.reference_agent.prompt import (
@@ -37,8 +37,8 @@ from harness.reference_agent.prompt import (
     system_blocks,
     user_prompt,
 )
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -344,7 +344,7 @@ def test_judged_as_of_an_earlier_step_a_later_steps_text_is_not_missing():
 
 
 def test_e2e_harness_diff_judges_the_one_step_text_at_every_step(tmp_path):
-    from harness.diff import compare
+    from harness.run.differential import compare
 
     sc = load_scenario(SCENARIOS / "temporary-text-for-one-step.yaml")
     (clean,), (broken,) = resolve_target("reference"), resolve_target("reference:temporary-text-in-history")

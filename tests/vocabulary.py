@@ -11,8 +11,8 @@ import pytest
 
 from harness.errors import InputError
 from harness.fakeapi.server import FakeAPIServer
-from harness.scenario import ApiError, Scenario, Step, TextBlock, Turn
-from harness.scenario_file import parse_scenario
+from harness.scenario.model import ApiError, Scenario, Step, TextBlock, Turn
+from harness.scenario.reader import parse_scenario
 from harness.targets import resolve_target
 from harness.targets.base import Target
 

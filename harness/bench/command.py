@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None, out=None) -> int:
 
 def _overhead(quick: bool, scratch: Path, progress: Callable[[str], None]) -> list[dict]:
     from harness.bench import overhead
-    from harness.scenario_file import load_scenario
+    from harness.scenario.reader import load_scenario
     from harness.targets import claude_code, resolve_target
-    from harness.tools import tools_root
+    from harness.targets.installs import tools_root
 
     results = []
     cases = [(REFERENCE, 3 if quick else 10)]

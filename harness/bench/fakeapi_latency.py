@@ -29,14 +29,14 @@ from typing import Callable
 from harness.bench import loopback_client
 from harness.bench.stats import median, percentile, summary
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.script import text_turn
 from harness.fakeapi.server import FakeAPIServer
-from harness.live_run import LiveRun
-from harness.scenario import Step
-from harness.scenario_file import load_scenario
+from harness.run.session import LiveRun
+from harness.scenario.model import Step
+from harness.scenario.reader import load_scenario
 from harness.targets import resolve_target
-from harness.workspace import FAKE_API_KEY
+from harness.isolation.workspace import FAKE_API_KEY
 
 CLIENT = Path(loopback_client.__file__)
 REPLY = "42"

@@ -11,7 +11,7 @@ The session id a launch mints differs from the recording's, so later argv get
 the bare launch's own id in its place; nothing else changes.
 
 The harness's figure is run_scenario's wall time: workspace, fake API server,
-each step in its own network namespace (harness/netns.py), the journals on
+each step in its own network namespace (harness/isolation/netns.py), the journals on
 disk, the checks, the cleanup. A third variant runs the same with
 HARNESS_NETNS=off, to show how much of the difference is the namespace.
 The variants alternate round by round; the ratio reported is the median of
@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from harness import live_run
+from harness.run import session as live_run
 from harness.bench.stats import alternate, median, summary
 from harness.fakeapi.core import FakeModelAPI
-from harness.fakeapi.journal import Journal
+from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
-from harness.launches import steering_env
-from harness.live_run import LiveRun
-from harness.process import wait_for_exit
-from harness.runner import run_scenario
-from harness.scenario import Scenario, Step
+from harness.journal.launches import steering_env
+from harness.run.session import LiveRun
+from harness.isolation.process import wait_for_exit
+from harness.run.runner import run_scenario
+from harness.scenario.model import Scenario, Step
 from harness.targets.base import Target
 
 BARE, HARNESS, HARNESS_NO_NETNS = "bare", "harness", "harness_no_netns"
@@ -177,7 +177,7 @@ def _swap_ids(arg: str, ids: dict[str, str]) -> str:
 
 def _timed_process(argv: list[str], env: dict, cwd: str, out: Path, err: Path, timeout_s: float,
                    on_start: Callable[[int], None]) -> tuple[float, int | None]:
-    """As harness/process.py starts a step (own session, no stdin, output to files), timed from start to exit.
+    """As harness/isolation/process.py starts a step (own session, no stdin, output to files), timed from start to exit.
 
     `on_start` tells the fake API the step's pid, as the runner does: without it the API would look for
     the sending process through all of /proc while the agent waits for its reply.

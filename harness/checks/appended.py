@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series, where
-from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.conversation import message_text
+from harness.journal.exchange import Exchange
+from harness.journal.conversation import message_text
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "appended_exactly_once"

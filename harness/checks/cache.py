@@ -18,8 +18,8 @@ from typing import Any
 from harness.checks.context import CheckContext
 from harness.checks.evidence import where
 from harness.fakeapi.cache_sim import openai_cached_tokens
-from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.protocols import anthropic
+from harness.journal.exchange import Exchange
+from harness.fakeapi.formats import anthropic
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "cache_reuse"

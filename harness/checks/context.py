@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from harness.fakeapi.exchange import COMPACTION, MAIN, Exchange
-from harness.launches import Launch
+from harness.journal.exchange import COMPACTION, MAIN, Exchange
+from harness.journal.launches import Launch
 
 if TYPE_CHECKING:
-    from harness.scenario import Scenario
+    from harness.scenario.model import Scenario
 
 
 def main_requests(exchanges: Iterable[Exchange]) -> list[Exchange]:

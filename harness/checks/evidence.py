@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.fakeapi.exchange import Exchange
+from harness.journal.exchange import Exchange
 
 CONTEXT_BYTES = 48
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, where
-from harness.fakeapi.exchange import Exchange
-from harness.fakeapi.conversation import message_text, system_text
+from harness.journal.exchange import Exchange
+from harness.journal.conversation import message_text, system_text
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "history_preserved"

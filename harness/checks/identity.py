@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, where
-from harness.fakeapi.exchange import Exchange
+from harness.journal.exchange import Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "identity_stable"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series
-from harness.launches import Launch
+from harness.journal.launches import Launch
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 APPENDED = "launch_appended_exactly_once"

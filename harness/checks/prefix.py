@@ -20,8 +20,8 @@ from collections.abc import Mapping
 
 from harness.checks.context import CheckContext
 from harness.checks.evidence import first_difference, per_step_first, series, where
-from harness.fakeapi.conversation import SYSTEM_SEPARATOR
-from harness.fakeapi.exchange import Exchange
+from harness.journal.conversation import SYSTEM_SEPARATOR
+from harness.journal.exchange import Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "prefix_stable"

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from harness.checks.context import CheckContext
 from harness.checks.evidence import around, clip, where
 from harness.checks.prefix import block_at, breakpoint_index, system_prefix
-from harness.fakeapi.conversation import message_text, system_text
-from harness.fakeapi.exchange import Exchange
+from harness.journal.conversation import message_text, system_text
+from harness.journal.exchange import Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "temporary_text_transient"

@@ -19,8 +19,8 @@ from harness.errors import InputError
 from harness.explore import vocabulary as voc
 from harness.explore.machine import RUN_ERROR, SCRATCH_NAME, Finding
 from harness.results import ERROR, FAIL, RunResult
-from harness.runner import run_scenario
-from harness.scenario_file import load_scenario, scenario_from_text
+from harness.run.runner import run_scenario
+from harness.scenario.reader import load_scenario, scenario_from_text
 from harness.targets.base import Target
 
 

@@ -32,13 +32,13 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from harness.checks.launches import NAMES as LAUNCH_CHECKS
 from harness.explore import vocabulary as voc
-from harness.live_run import LiveRun
+from harness.run.session import LiveRun
 from harness.results import ERROR, FAIL
-from harness.runner import judge
-from harness.scenario import Scenario
-from harness.scenario_file import scenario_from_text
+from harness.run.runner import judge
+from harness.scenario.model import Scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets.base import Target
-from harness.workspace import WorkspaceError
+from harness.isolation.workspace import WorkspaceError
 
 SCRATCH_NAME = "explored-sequence"  # the name of a sequence while it runs; a finding is renamed when written
 RUN_ERROR = "run_error"  # a finding's check when a step did not complete

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from harness.scenario_writer import render
+from harness.scenario.writer import render
 
 # What the caller appends on every launch: the text the checks follow through each step.
 APPEND = "Rules: answer with one number; report every command you run."
@@ -99,7 +99,7 @@ def checks_for(steps: list[StepDoc], takes_append: bool) -> tuple[str, ...]:
     pydantic-ai agents have no flag for it), `temporary_text_transient` once a step has temporary text.
     """
     from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
-    from harness.scenario_checks import APPEND_CHECK, CACHE_CHECK, TEMPORARY_CHECK
+    from harness.scenario.checks_section import APPEND_CHECK, CACHE_CHECK, TEMPORARY_CHECK
 
     skipped = {*OPT_IN_CHECKS, CACHE_CHECK}
     if not takes_append:

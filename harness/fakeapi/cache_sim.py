@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.fakeapi.script import resolve_usage as _resolve_usage
-from harness.scenario import Usage
+from harness.scenario.model import Usage
 
 BYTES_PER_TOKEN = 4
 # Anthropic's Prompt caching guide: from each explicit breakpoint the provider checks for

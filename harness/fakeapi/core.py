@@ -17,43 +17,21 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
-from harness.fakeapi.exchange import (
+from harness.journal.exchange import (
     COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query, redact_text,
 )
-from harness.fakeapi.journal import Journal
-from harness.fakeapi import cache_sim, conversation, faults, refusal, sender
-from harness.fakeapi.protocols import anthropic, gemini, openai_chat, openai_responses
+from harness.journal.requests import Journal
+from harness.fakeapi import cache_sim, faults, refusal, sender
+from harness.journal import conversation
+from harness.fakeapi.formats import anthropic, gemini, openai_chat, openai_responses
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.fakeapi.transport import HTTPRequest, HTTPResponse
-from harness.scenario import ApiError, Step, Turn
+from harness.journal.rules import RequestRule
+from harness.scenario.model import ApiError, Step, Turn
 
-__all__ = ["CONTROL_PREFIX", "FakeModelAPI", "HTTPRequest", "HTTPResponse", "RequestRule"]  # transports import these here
+__all__ = ["CONTROL_PREFIX", "FakeModelAPI", "HTTPRequest", "HTTPResponse"]  # transports import these here
 
 CONTROL_PREFIX = "/_harness/"  # the harness's own paths, never a model API's
-
-
-@dataclass(frozen=True)
-class RequestRule:
-    """A request matches when every given pattern matches (searched, not anchored).
-
-    Targets declare these to classify their own requests: background ones
-    (titles, quota probes) as side calls, so checks judge only the
-    conversation's own turns, and summarizer requests the fake API cannot
-    recognize by itself as compactions.
-    """
-
-    model: str | None = None
-    system: str | None = None
-    prompt: str | None = None
-
-    def matches(self, normalized: dict[str, Any]) -> bool:
-        probes = {
-            "model": normalized.get("model") or "",
-            "system": conversation.system_text(normalized),
-            "prompt": conversation.last_user_text(normalized),
-        }
-        given = {k: getattr(self, k) for k in probes if getattr(self, k) is not None}
-        return bool(given) and all(re.search(p, probes[k]) for k, p in given.items())
 
 
 @dataclass

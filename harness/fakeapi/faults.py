@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fakeapi.protocols import anthropic
-from harness.scenario import Fault
+from harness.fakeapi.formats import anthropic
+from harness.scenario.model import Fault
 
 RESET_STATUS = 0  # journaled status of a reset: no status line was ever sent
 

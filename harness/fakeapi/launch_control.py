@@ -1,6 +1,6 @@
 """The fake API's control path for the recording shim: launches reported over HTTP into the launch journal.
 
-The shim (harness/launch_shim.py) runs where the launcher runs: in the step's
+The shim (harness/isolation/launch_shim.py) runs where the launcher runs: in the step's
 network namespace, where the fake API's address is the only one reachable.
 So it reports there, on a path no model API has, and its reports never enter
 the request journal: `POST /_harness/launches` (argv, cwd, env, pid) answers
@@ -17,8 +17,9 @@ import json
 from typing import Callable
 
 from harness.fakeapi.core import HTTPRequest, HTTPResponse
-from harness.launch_shim import CONTROL_PATH
-from harness.launches import SHIM, Launch, LaunchJournal
+from harness.journal.launches import SHIM, Launch, LaunchJournal
+
+CONTROL_PATH = "/_harness/launches"  # where the recording shim (harness/isolation/launch_shim.py) reports launches
 
 StepOf = Callable[[], "tuple[int | None, str | None]"]  # the step (index, kind) a new launch belongs to
 

@@ -1,7 +1,7 @@
 """Accepting besides the server's own loop: a listener adopted from a step's network namespace, and the
 wake-up pipe that stops a polling loop at once.
 
-A step in a network namespace of its own (harness/netns.py) hands over a
+A step in a network namespace of its own (harness/isolation/netns.py) hands over a
 listener created there; its connections are accepted here, in a thread of
 their own, and served by the same server (script, journal), with the sending
 pid looked up in that namespace's tables. While one is open the fake API

@@ -6,7 +6,7 @@ matching fd link. Knowing the pid lets the journal prove that every step came
 from a fresh process. Elsewhere (or when the lookup races an exit) the answer
 is None, never a guess.
 
-A step that runs in its own network namespace (harness/netns.py) connects
+A step that runs in its own network namespace (harness/isolation/netns.py) connects
 through a listener that namespace handed over; its sockets are listed only in
 that namespace's tables, which the launcher opened there and passed along. The
 thread serving such a connection names them (`connections_from`), so the

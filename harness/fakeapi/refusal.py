@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.fakeapi.protocols import anthropic, gemini, openai_chat, openai_responses
+from harness.fakeapi.formats import anthropic, gemini, openai_chat, openai_responses
 from harness.fakeapi.transport import HTTPRequest, HTTPResponse
 
 

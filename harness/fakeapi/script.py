@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from harness.scenario import ApiError, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+from harness.scenario.model import ApiError, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 
 DEFAULT_REPLY = "OK."
 SIDE_REPLY = "OK."

@@ -5,7 +5,7 @@ request it took for the agent's would be judged as the agent's and consume
 the step's scripted turns: one stray client flips every check on a clean
 agent. So, during a step, a request's sender is checked before it is served:
 
-- a step in a network namespace of its own (harness/netns.py) reaches the fake
+- a step in a network namespace of its own (harness/isolation/netns.py) reaches the fake
   API only through the listener adopted from that namespace; a connection on
   the host's listener meanwhile is not the step's, whoever sent it;
 - otherwise (namespaces off or unavailable) the sending pid decides

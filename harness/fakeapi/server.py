@@ -244,7 +244,7 @@ class FakeAPIServer:
     def adopt_listener(self, listener: "socket.socket", tables: NamespaceTables | None = None) -> AdoptedListener:
         """Also serve the connections accepted on `listener` (same handler, script and journal) until `.close()`.
 
-        For a step in a network namespace of its own (harness/netns.py): the listener was created
+        For a step in a network namespace of its own (harness/isolation/netns.py): the listener was created
         there, on 127.0.0.1 at this server's port, and handed over; `tables` are that namespace's
         TCP tables, where the sending pid of its connections is looked up (harness/fakeapi/peer.py).
         """

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable
 
-from harness.fakeapi import conversation
+from harness.journal import conversation
 from harness.importing.draft import PLACEHOLDER_REPLY, ObservedStep, prompt_text, summary_in, turn_of
 from harness.targets.claude_code import SIDE_CALLS
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.fakeapi.protocols import anthropic
+from harness.fakeapi.formats import anthropic
 from harness.importing.calls import Call
 from harness.importing.draft import error_of
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.fakeapi.exchange import COMPACTION, MAIN, SIDE
+from harness.journal.exchange import COMPACTION, MAIN, SIDE
 from harness.importing.calls import Call
 
 

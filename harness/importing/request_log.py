@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.fakeapi.protocols import anthropic, openai_chat, openai_responses
+from harness.fakeapi.formats import anthropic, openai_chat, openai_responses
 from harness.importing.calls import Call
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.inspect_swe.plan import plan_of
-from harness.launcher_run import LauncherCall, LauncherOutcome
-from harness.scenario import Scenario
-from harness.workspace import FAKE_API_KEY, Workspace
+from harness.execution.launcher import LauncherCall, LauncherOutcome
+from harness.scenario.model import Scenario
+from harness.isolation.workspace import FAKE_API_KEY, Workspace
 
 TEMPLATE = Path(__file__).with_name("task_template.py")
 PRIVATE_VAR_TMP = Path("/var/tmp")  # where Inspect's local sandbox puts its tools and bridge services

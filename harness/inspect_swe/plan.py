@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from harness.scenario import Scenario, Step, TextBlock
+from harness.scenario.model import Scenario, Step, TextBlock
 
 COMPACT_PROMPT = "/compact"
 

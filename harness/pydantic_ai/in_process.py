@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
-from harness.process import ProcessOutcome
+from harness.isolation.process import ProcessOutcome
 from harness.pydantic_ai import driver
-from harness.in_process_step import CapturedStep
+from harness.execution.in_process import CapturedStep
 from harness.pydantic_ai.loading import LoadError
 
 ARGV0 = "in-process:harness.pydantic_ai.driver"  # first argv item of an in-process step, shown in reports

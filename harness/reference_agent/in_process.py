@@ -17,7 +17,7 @@ saved under HOME; the agent's modules keep no state of their own between calls
 (the tests compare their globals before and after a run).
 
 No socket: the runner gives in-process steps BASE_URL, an address no server
-answers (the `.invalid` top-level domain never resolves; harness/live_run.py).
+answers (the `.invalid` top-level domain never resolves; harness/run/session.py).
 A caller that hands the step the address of a live fake API server instead
 gets the same: every environment value naming that server is pointed at
 BASE_URL. The router knows only BASE_URL: a request anywhere else, a live
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
-from harness.live_run import IN_PROCESS_BASE_URL
-from harness.in_process_step import CapturedStep
-from harness.process import ProcessOutcome
+from harness.run.session import IN_PROCESS_BASE_URL
+from harness.execution.in_process import CapturedStep
+from harness.isolation.process import ProcessOutcome
 
 ARGV0 = "in-process:harness.reference_agent"  # first argv item of an in-process step, shown in reports
 BASE_URL = IN_PROCESS_BASE_URL  # where in-process steps send requests: only the respx router answers

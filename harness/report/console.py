@@ -6,9 +6,9 @@ import sys
 from typing import TextIO
 
 from harness.redaction import redact
-from harness.report.cells import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
+from harness.report.wording import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
 from harness.results import RunResult, StepResult
-from harness.scenario import Scenario
+from harness.scenario.model import Scenario
 from harness.targets.base import Target
 
 

@@ -18,8 +18,8 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.diff import CHANGES, Comparison, ScenarioDiff, judged_as_of
-from harness.fakeapi.exchange import Exchange
+from harness.run.differential import CHANGES, Comparison, ScenarioDiff, judged_as_of
+from harness.journal.exchange import Exchange
 from harness.report import files
 from harness.report.html_diffview import diff_view
 from harness.report.html_style import CSS

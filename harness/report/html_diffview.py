@@ -22,8 +22,8 @@ from harness.checks.prefix import (
     prefix_blocks,
     tools_bytes,
 )
-from harness.fakeapi.conversation import message_text
-from harness.fakeapi.exchange import Exchange
+from harness.journal.conversation import message_text
+from harness.journal.exchange import Exchange
 from harness.report.html_text import (
     Span,
     attr,
@@ -36,7 +36,7 @@ from harness.report.html_text import (
     utf8,
 )
 from harness.results import CheckResult
-from harness.scenario import Scenario
+from harness.scenario.model import Scenario
 from harness.targets.base import Target
 
 WINDOW = 300  # characters of context either side of the first difference

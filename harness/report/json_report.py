@@ -10,7 +10,7 @@ from typing import Sequence
 import harness
 from harness.redaction import redact_json
 from harness.report import files
-from harness.report.cells import counts
+from harness.report.wording import counts
 from harness.results import RunResult
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from harness.redaction import redact_xml
 from harness.report import files
-from harness.report.cells import explain, mismatch_heading
+from harness.report.wording import explain, mismatch_heading
 from harness.results import CANNOT_EXPRESS, ERROR, RunResult
 
 

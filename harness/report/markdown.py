@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.redaction import redact
-from harness.report import files, vantage
-from harness.report.cells import cell, check_columns, counts, mismatch_heading, outcome
+from harness.report import caller_text, files
+from harness.report.wording import cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
 
 
@@ -32,7 +32,7 @@ def render(results: list[RunResult], notes: Sequence[str] = ()) -> str:
     for result in results:
         cells = [cell(next((c for c in result.checks if c.check == name), None)) for name in columns]
         lines.append(f"| {result.scenario} | `{result.target}` | " + " | ".join(cells) + f" | {outcome(result)} |")
-    lines += vantage.markdown_section(results)
+    lines += caller_text.markdown_section(results)
     not_run = [r for r in results if r.cannot_express]
     if not_run:
         lines += ["", "## Not run: the target cannot express the scenario", ""]

@@ -41,7 +41,7 @@ def resolve_target(spec: str, *, target_file_from_working_tree: bool = False) ->
         return family.targets(spec)
     path, rev = split_revision(spec)
     if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
-        from harness.targets.command import load_target_file
+        from harness.targets.target_file import load_target_file
 
         return [load_target_file(path, rev, target_file_from_working_tree=target_file_from_working_tree)]
     raise InputError(

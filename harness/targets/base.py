@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from harness.errors import InputError
-from harness.fakeapi.core import RequestRule
-from harness.fakeapi.exchange import Exchange
+from harness.journal.rules import RequestRule
+from harness.journal.exchange import Exchange
 
 if TYPE_CHECKING:
-    from harness.launcher_run import ScenarioLauncher
+    from harness.execution.launcher import ScenarioLauncher
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 COMMAND_KINDS = ("launch", "resume", "retry", "compact")
@@ -88,7 +88,7 @@ class Target:
     # Options of the agent binary whose value is system-prompt text (what launch checks read in argv).
     prompt_flags: tuple[str, ...] = ("--append-system-prompt", "--system-prompt")
     # Set: one launcher process runs the whole scenario and starts the agent binary once per step (inspect_swe);
-    # `commands` is then unused (harness/launcher_run.py).
+    # `commands` is then unused (harness/execution/launcher.py).
     launcher: "ScenarioLauncher | None" = None
     # A call of one of the agent's own tools ({"name": ..., "input": {...}}), for `harness explore`'s tool-call turns.
     tool_call: Mapping[str, Any] | None = None

@@ -1,7 +1,7 @@
 """An agent's own code at a git revision: a detached worktree in the tool folder, prepared once.
 
 A target file with `repo: PATH` and `rev: REV` runs the agent from
-`.tools/worktrees/<repo>-<sha12>/` (see harness.tools.tools_root), a detached
+`.tools/worktrees/<repo>-<sha12>/` (see harness.targets.installs.tools_root), a detached
 `git worktree` of that commit. The user's branches and working tree are never
 touched: `git worktree add` only records the new worktree under the repository's
 `.git/worktrees/`. A worktree is created under a lock and marked complete
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.tools import _lock, tools_root
+from harness.targets.installs import _lock, tools_root
 
 MARKER = ".harness-complete"
 WORKTREES = "worktrees"

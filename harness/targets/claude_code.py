@@ -13,12 +13,12 @@ import shutil
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.fakeapi.core import RequestRule
+from harness.journal.rules import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: tests and other families name them here)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import node_platform, npm_package_dir
+from harness.targets.installs import node_platform, npm_package_dir
 
 NAME = "claude-code"
 PACKAGE = "@anthropic-ai/claude-code"

@@ -15,9 +15,9 @@ import itertools
 import json
 
 from harness.errors import InputError
-from harness.fakeapi.core import RequestRule
+from harness.journal.rules import RequestRule
 from harness.targets.base import SessionIdSource, Target
-from harness.tools import VERSION_RE, pip_latest_version, pip_venv_dir
+from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
 NAME = "code-puppy"
 PACKAGE = "code-puppy"

@@ -86,7 +86,7 @@ def read_at_revision(path: Path, rev: str, repository: Repository, in_repository
 
 
 def _decode(raw: bytes, label: str) -> str:
-    """UTF-8 as every target file is read (harness.yamlsource.load_located_file), the failure at its line."""
+    """UTF-8 as every target file is read (harness.documents.located.load_located_file), the failure at its line."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:

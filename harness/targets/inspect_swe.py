@@ -19,7 +19,7 @@ from harness.errors import InputError
 from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.targets import claude_code
 from harness.targets.base import SessionIdSource, Target
-from harness.tools import VERSION_RE, pip_latest_version, pip_venv_dir
+from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
 NAME = "inspect-swe"
 PACKAGE = "inspect-swe"

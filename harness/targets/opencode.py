@@ -33,12 +33,12 @@ import urllib.request
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.fakeapi.core import RequestRule
+from harness.journal.rules import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import node_platform, npm_package_dir
+from harness.targets.installs import node_platform, npm_package_dir
 
 NAME = "opencode"
 PACKAGE = "opencode-ai"

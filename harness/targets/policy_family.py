@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.errors import InputError
-from harness.tools import VERSION_RE
+from harness.targets.installs import VERSION_RE
 
 FIRST_LAUNCH_ONLY = "append-first-launch-only"
 EVERY_LAUNCH = "append-every-launch"

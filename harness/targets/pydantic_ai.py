@@ -116,7 +116,7 @@ def _validate(spec_text: str, module_arg: str, function: str, search_path: str) 
     """Import the module and call the factory once, in a throwaway HOME and working directory; True if it can compact."""
     try:
         import pydantic_ai  # noqa: F401
-        from harness.in_process_step import sandboxed
+        from harness.execution.in_process import sandboxed
         from harness.pydantic_ai import loading
     except ImportError as exc:
         raise InputError(f"target {spec_text!r}: pydantic-ai is not importable by this interpreter ({exc}); "

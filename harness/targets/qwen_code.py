@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 
-from harness.fakeapi.core import RequestRule
+from harness.journal.rules import RequestRule
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
     DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
 )
-from harness.tools import node_script
+from harness.targets.installs import node_script
 
 NAME = "qwen-code"
 PACKAGE = "@qwen-code/qwen-code"

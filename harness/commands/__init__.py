@@ -1,0 +1,1 @@
+"""One module per subcommand: what the command line calls, and nothing imports."""

@@ -1,0 +1,1 @@
+"""A run as it happens: the run session, one scenario through one target, and the matrix (serial or pooled)."""
