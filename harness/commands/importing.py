@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, command: list[str]) -> int:
     draft = read_draft(args.artefact, args.format, args.append, args.sample)
     name = args.name or "imported-" + _slug(args.artefact.stem)
     out = args.out or Path(f"{name}.yaml")

@@ -22,7 +22,17 @@ from harness.errors import InputError
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def run(args: argparse.Namespace) -> int:
+def add_parser(sub) -> None:
+    serve = sub.add_parser("serve", help="run the fake model API in the foreground, journaling every request")
+    serve.add_argument("--port", default="0", help="port on 127.0.0.1 (default: any free port)")
+    record = serve.add_mutually_exclusive_group()
+    record.add_argument("--journal", type=Path, help="append every request to this JSONL file")
+    record.add_argument("--record", type=Path, metavar="DIR",
+                        help="record an incident by hand: every request to DIR/journal.jsonl, and DIR/session.json "
+                             "(base URL, times, request count)")
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.fakeapi.core import FakeModelAPI
     from harness.journal.requests import Journal
     from harness.fakeapi.server import FakeAPIServer

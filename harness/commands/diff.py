@@ -1,0 +1,77 @@
+"""`harness diff`: the same scenarios through a baseline and a candidate; regressions fail the gate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.commands.common import (
+    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, one_target, prepare_report_dir, print_outcome,
+)
+from harness.errors import InputError
+from harness.report.files import ReportWriteError
+
+
+def add_parser(sub) -> None:
+    diff = sub.add_parser("diff", help="run scenarios through a baseline and a candidate; fail on regressions")
+    diff.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
+    diff.add_argument("--baseline", "-b", required=True, metavar="T1", help="the target as it is (e.g. main)")
+    diff.add_argument("--candidate", "-c", required=True, metavar="T2", help="the target with the change")
+    diff.add_argument("--fail-on-unchanged-fail", action="store_true",
+                      help="also fail when a check fails on both sides (default: only regressions and errors fail)")
+    diff.add_argument("--require-fix", action="append", default=[], metavar="SCENARIO",
+                      help="this scenario must fail on the baseline and pass on the candidate; repeatable")
+    diff.add_argument("--report-dir", metavar="DIR",
+                      help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
+    diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
+    add_target_file_option(diff)
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
+    from harness.run.differential import compare
+    from harness.report import comparison as report
+    from harness.run.runner import Interrupted
+    from harness.report import console
+    from harness.scenario.reader import load_scenarios
+
+    scenarios = load_scenarios(args.paths or [DEFAULT_SCENARIOS])
+    names = {s.name for s in scenarios}
+    for name in args.require_fix:
+        if name not in names:
+            raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
+    from_tree = args.target_file_from_working_tree
+    baseline, candidate = one_target(args.baseline, "--baseline", from_tree), one_target(args.candidate, "--candidate", from_tree)
+    report_dir = prepare_report_dir(args.report_dir, prefix="diff")
+    progress = None if args.quiet else console.ConsoleProgress()
+    try:
+        comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
+                             args.fail_on_unchanged_fail, args.require_fix)
+    except Interrupted as stop:
+        from harness.redaction import redact, redact_json
+
+        from harness.isolation import stopping
+        who = stopping.stop_message()
+        note = (f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}"
+                f"{f' ({who})' if who else ''}; no comparison was made\n")
+        (report_dir / "summary.md").write_text(redact(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n"))
+        (report_dir / "comparison.json").write_text(
+            json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
+        print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        written = report.write_all(comparison, report_dir, command)
+        written.append(_write_html(comparison, report_dir, command))
+    except ReportWriteError as exc:
+        print(report.table(comparison))
+        print(f"harness: error: {exc}; the comparison above is in no report", file=sys.stderr)
+        return EXIT_DIFFERS
+    print_outcome(report.table(comparison), report.details(comparison), written, report_dir)
+    return EXIT_DIFFERS if comparison.gate_failures() else EXIT_OK
+
+
+def _write_html(comparison, report_dir: Path, command: list[str]) -> Path:
+    from harness.report import html
+
+    return html.write_comparison(comparison, report_dir / "report.html", command)
