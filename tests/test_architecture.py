@@ -72,10 +72,14 @@ def test_the_page_draws_the_layers_the_contract_enforces():
     assert drawn == layered["layers"]
 
 
-def test_the_page_names_every_package_and_only_those():
+def _packages_on_the_page() -> list[str]:
     text = PAGE.read_text()
-    table = text[text.index("<!-- packages:"):]
-    named = re.findall(r"^\| `([\w.]+/?)` \|", table, re.M)
+    table = text[text.index("<!-- packages:"):].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([\w.]+/?)` \|", table, re.M)
+
+
+def test_the_page_names_every_package_and_only_those():
+    named = _packages_on_the_page()
     tree = sorted(
         f"{p.name}/" if p.is_dir() else p.name
         for p in (ROOT / "harness").iterdir()
@@ -88,7 +92,7 @@ def test_the_page_names_every_package_and_only_those():
 def test_every_layer_is_a_package_on_the_page():
     layered = next(c for c in _contracts() if c["type"] == "layers")
     members = {m.strip() for layer in layered["layers"] for m in re.split(r"[|:]", layer)}
-    on_the_page = {name.rstrip("/").removesuffix(".py") for name in re.findall(r"^\| `([\w.]+/?)` \|", PAGE.read_text(), re.M)}
+    on_the_page = {name.rstrip("/").removesuffix(".py") for name in _packages_on_the_page()}
     assert members == on_the_page
 
 
