@@ -26,6 +26,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness.errors import InputError
 from harness.documents.guards import MAX_DOCUMENT_SIZE, GuardedLoading
+from harness.documents.yaml_errors import yaml_input_error
 
 __all__ = [
     "LocatedDict",
@@ -256,33 +257,6 @@ def _check_duplicate_keys(loader: _LocatingLoader, node: Node, where: str, seen_
             _check_duplicate_keys(loader, child, item_path(where, index), seen_nodes)
 
 
-def _yaml_error(error: yaml.YAMLError, text: str, path: str | Path | None) -> InputError:
-    if isinstance(error, yaml.MarkedYAMLError):
-        mark = error.problem_mark or error.context_mark
-        problem = (error.problem or "").strip()
-        context = (error.context or "").strip()
-        if context and error.context_mark is not None and (
-            mark is None or error.context_mark.line != mark.line or not problem
-        ):
-            context += f" started on line {error.context_mark.line + 1}"
-        if problem and context:
-            # PyYAML pairs them as "<context>, <problem>" ("expected a single
-            # document in the stream ..., but found another document").
-            detail = f"{context}, {problem}" if problem.startswith("but ") else f"{problem} ({context})"
-        else:
-            detail = problem or context or "malformed YAML"
-        where = f" at column {mark.column + 1}" if mark is not None else ""
-        return InputError(f"invalid YAML{where}: {detail}", path, mark.line + 1 if mark is not None else None)
-    if isinstance(error, yaml.reader.ReaderError):
-        before = text[: error.position]
-        line = before.count("\n") + 1
-        column = error.position - (before.rfind("\n") + 1) + 1
-        return InputError(
-            f"invalid YAML at column {column}: {error.reason} (character #x{error.character:04x})", path, line
-        )
-    return InputError(f"invalid YAML: {error}", path)
-
-
 def load_located(text: str, path: str | Path | None = None) -> Any:
     """Parse one YAML document; mappings/sequences come back located.
 
@@ -301,7 +275,7 @@ def load_located(text: str, path: str | Path | None = None) -> Any:
         _check_duplicate_keys(loader, node, "", set())
         return loader.construct_document(node)
     except yaml.YAMLError as error:
-        raise _yaml_error(error, text, path) from None
+        raise yaml_input_error(error, text, path) from None
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", path) from None
     finally:

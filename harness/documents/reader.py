@@ -2,6 +2,8 @@
 
 Each method either returns the value in the expected shape or raises an
 InputError naming the file, the line and the key path, with expected vs found.
+One Reader is made per file read and handed to the readers of that file's
+sections (harness/scenario/), so every section words its errors alike.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def quote_hint(value: Any) -> str:
 
 
 class Reader:
-    """Shared checks for located YAML; ``self.path`` goes into every error."""
+    """Shared checks for located YAML, bound to one file: ``self.path`` goes into every error."""
 
     def __init__(self, path: str | Path | None):
         self.path = path
