@@ -27,6 +27,14 @@ OUTBOUND = "outbound"  # an attempt to reach another host, caught because the pr
 # journaled for the record, never judged as the agent's.
 FOREIGN = "foreign"
 
+# Wire protocols, as Exchange.protocol journals them (one per format in harness/fakeapi/formats/). Journals
+# on disk carry these strings: they never change.
+ANTHROPIC = "anthropic"
+OPENAI_CHAT = "openai-chat"
+OPENAI_RESPONSES = "openai-responses"
+GEMINI = "gemini"
+PROTOCOLS = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)
+
 # Every credential in what is journaled goes through the one redactor (harness/redaction/); these names
 # stay for the modules that import them from here.
 _AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?([^/?#]*)")
@@ -61,7 +69,7 @@ class Exchange:
     step: int | None = None
     step_kind: str | None = None
     pid: int | None = None
-    protocol: str = "anthropic"
+    protocol: str = ANTHROPIC
     normalized: dict | None = None
     stream: bool = False
     unforeseen: bool = False
@@ -140,7 +148,7 @@ class Exchange:
             step=data.get("step"),
             step_kind=data.get("step_kind"),
             pid=data.get("pid"),
-            protocol=data.get("protocol", "anthropic"),
+            protocol=data.get("protocol", ANTHROPIC),
             normalized=data.get("normalized"),
             stream=data.get("stream", False),
             unforeseen=data.get("unforeseen", False),
