@@ -10,7 +10,6 @@ the provider's error shape, and a failure of its own is a 500 recorded in
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -21,9 +20,9 @@ from harness.journal.exchange import (
     COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query, redact_text,
 )
 from harness.journal.requests import Journal
-from harness.fakeapi import cache_sim, faults, refusal, sender
+from harness.fakeapi import cache_sim, faults, formats, refusal, sender
 from harness.journal import conversation
-from harness.fakeapi.formats import anthropic, gemini, openai_chat, openai_responses
+from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, WRONG_METHOD, BadRequest, BreakableStream, Reply, WireFormat
 from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.fakeapi.transport import HTTPRequest, HTTPResponse
 from harness.journal.rules import RequestRule
@@ -101,7 +100,7 @@ class FakeModelAPI:
         try:
             path, query = refusal.path_and_query(request.target, strict=False)
             return self._foreign(request, also=reason) or self._refuse(
-                request, query, path, anthropic.BadRequest(reason, status, error_type), refusal.protocol_of(path))
+                request, query, path, BadRequest(reason, status, error_type), refusal.format_of(path))
         except Exception as exc:  # noqa: BLE001
             return self._internal_error(request, exc)
 
@@ -116,17 +115,16 @@ class FakeModelAPI:
         if why is None:
             return None
         path, query = refusal.path_and_query(request.target, strict=False)
-        protocol = refusal.protocol_of(path)
+        wire_format = refusal.format_of(path)
         with self._lock:
             exchange = self._new_exchange(request, path, query, FOREIGN, 403, active)
             exchange.error = sender.FOREIGN_ERROR
             exchange.notes.insert(0, why)
             if also is not None:
                 exchange.notes.append(f"also unreadable: {also}")
-            if protocol is not None:
-                exchange.protocol = protocol.NAME
+            exchange.protocol = wire_format.NAME
             self.journal.append(exchange)
-        return refusal.response(exchange.seq, anthropic.BadRequest(exchange.error, 403, "permission_error"), protocol)
+        return refusal.response(exchange.seq, BadRequest(exchange.error, 403, "permission_error"), wire_format)
 
     def _internal_error(self, request: HTTPRequest, exc: Exception) -> HTTPResponse:
         line, response = refusal.internal_error(request, exc)
@@ -141,9 +139,9 @@ class FakeModelAPI:
     def _dispatch(self, request: HTTPRequest) -> HTTPResponse:
         try:
             refusal.path_and_query(request.target)
-        except anthropic.BadRequest as exc:
+        except BadRequest as exc:
             path, query = refusal.path_and_query(request.target, strict=False)
-            return self._refuse(request, query, path, exc)
+            return self._refuse(request, query, path, exc, formats.DEFAULT)
         if request.target.startswith("http://") and urlsplit(request.target).netloc in self.own_addresses:
             # A client that sends even loopback through the proxy variables (code-puppy 0.0.827 ignores
             # NO_PROXY) reaches this API by name: nothing left the machine, so it is answered as sent directly.
@@ -158,53 +156,61 @@ class FakeModelAPI:
         if request.method == "HEAD":  # clients probe reachability (Claude Code: `HEAD /`, `HEAD /api/hello`)
             self._record_simple(request, path, parts.query, 200, None)
             return HTTPResponse(200, [("content-type", "application/json")], body=b"")
-        route = {
-            ("POST", "/v1/messages"): self._messages,
-            ("POST", "/v1/messages/count_tokens"): self._count_tokens,
-            ("GET", "/v1/models"): self._models,
-            ("POST", "/v1/chat/completions"): self._openai_chat,
-            ("POST", "/v1/responses"): self._openai_responses,
-        }.get((request.method, path))
-        if route is None and request.method == "GET" and path.startswith("/v1/models/"):
-            route = self._model
-        if route is None and (gemini.route(request.method, path) or (request.method == "GET" and gemini.MODELS_RE.match(path))):
-            route = self._gemini
-        if route is None:
-            known_path = path in ("/v1/messages", "/v1/messages/count_tokens", "/v1/models")
-            status, kind = (405, "invalid_request_error") if known_path else (404, "not_found_error")
-            message = f"{request.method} {path} is not served by the fake API" if status == 405 else f"Not found: {path}"
-            return self._refuse(request, parts.query, path, anthropic.BadRequest(message, status, kind))
-        return route(request, path, parts.query)
+        served = formats.serving(request.method, path)
+        if served is None:
+            return self._refuse(request, parts.query, path, BadRequest(f"Not found: {path}", 404, "not_found_error"),
+                                formats.DEFAULT)
+        wire_format, endpoint = served
+        if endpoint == WRONG_METHOD:
+            refused = BadRequest(f"{request.method} {path} is not served by the fake API", 405, "invalid_request_error")
+            return self._refuse(request, parts.query, path, refused, wire_format)
+        if endpoint == GENERATE:
+            return self._generate(request, path, parts.query, wire_format)
+        if endpoint == COUNT_TOKENS:
+            try:
+                normalized, body = wire_format.count_tokens(request.body)
+            except BadRequest as exc:
+                return self._refuse(request, parts.query, path, exc, wire_format)
+        else:  # MODEL_INFO
+            normalized, body = None, wire_format.models_body(path)
+        self._record_simple(request, path, parts.query, 200, normalized)
+        return HTTPResponse(200, [("content-type", "application/json")], body=body)
 
-    def _messages(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
+    def _generate(self, request: HTTPRequest, path: str, query: str, wire_format: WireFormat) -> HTTPResponse:
+        """A model request in any format: the same script, classification and journal."""
         try:
-            normalized = anthropic.parse_messages_request(request.body)
-        except anthropic.BadRequest as exc:
-            return self._refuse(request, query, path, exc)
+            normalized = wire_format.parse_request(request.body, path)
+        except BadRequest as exc:
+            return self._refuse(request, query, path, exc, wire_format)
         with self._lock:
             active = self._active
             klass = self._classify(normalized)
             exchange = self._new_exchange(request, path, query, klass, 200, active)
+            exchange.protocol = wire_format.NAME
             exchange.normalized = normalized
             exchange.stream = normalized["stream"]
             turn = self._choose_turn(exchange, normalized, active)
             if turn.error is not None:
-                return self._scripted_error(exchange, turn.error)
-            blocks, stop_reason, turn_usage = blocks_of(turn), turn.effective_stop_reason, turn.usage
+                return self._scripted_error(exchange, turn.error, wire_format)
+            blocks = blocks_of(turn)
             usage = cache_sim.resolve_usage(
-                self._cache.anthropic(normalized), blocks, turn_usage, active.step.usage if active else None
+                wire_format.cache_figures(self._cache, normalized), blocks, turn.usage, active.step.usage if active else None
             )
-            reply = anthropic.build_message(exchange.seq, normalized["model"], blocks, stop_reason, usage)
+            reply = wire_format.build_reply(exchange.seq, normalized, blocks, turn.effective_stop_reason, usage)
+            if turn.fault is not None and wire_format.CARRIES_FAULTS:
+                return self._scripted_fault(exchange, turn, reply, wire_format)
             if turn.fault is not None:
-                return self._scripted_fault(exchange, turn, reply)
+                exchange.notes.append(
+                    f"scripted fault not carried out ({turn.fault.describe()}): faults are Anthropic-only; answered normally"
+                )
             exchange.reply = reply.journal_view
             self.journal.append(exchange)
-        headers = [("request-id", refusal.request_id(exchange.seq))]
+        headers = [(wire_format.REQUEST_ID_HEADER, refusal.request_id(exchange.seq))]
         if normalized["stream"]:
             headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
-            return HTTPResponse(200, headers, chunks=anthropic.render_sse(reply))
+            return HTTPResponse(200, headers, chunks=wire_format.render_sse(reply))
         headers.append(("content-type", "application/json"))
-        return HTTPResponse(200, headers, body=anthropic.render_json(reply))
+        return HTTPResponse(200, headers, body=wire_format.render_json(reply))
 
     def _classify(self, normalized: dict[str, Any]) -> str:
         """A target's side-call rules come first: a title request about a compacted conversation is still a side call."""
@@ -237,7 +243,7 @@ class FakeModelAPI:
             turn = text_turn(DEFAULT_REPLY)
         return turn
 
-    def _scripted_error(self, exchange: Exchange, error: ApiError, protocol=None) -> HTTPResponse:
+    def _scripted_error(self, exchange: Exchange, error: ApiError, wire_format: WireFormat) -> HTTPResponse:
         """Called with the lock held: the request is journaled as what it was, answered with the scripted error."""
         exchange.status = error.status
         exchange.error = f"scripted {error.status} {error.type}: {error.message}"
@@ -247,98 +253,21 @@ class FakeModelAPI:
             exchange.reply["error"]["retry_after"] = int(retry_after) if retry_after.isdigit() else float(retry_after)
         self.journal.append(exchange)
         rid = refusal.request_id(exchange.seq)
-        if protocol is None:
-            body = anthropic.error_body(error.message, error.type, rid)
-        else:  # an OpenAI format: its error shape
-            body = protocol.error_body(error.message, error.type)
+        body = wire_format.error_body(error.message, error.type, rid)
         headers = [("content-type", "application/json"), ("request-id", rid)]
         if retry_after is not None:
             headers.append(("retry-after", retry_after))
         return HTTPResponse(error.status, headers, body=body)
 
-    def _scripted_fault(self, exchange: Exchange, turn: Turn, reply: anthropic.RenderedReply) -> HTTPResponse:
+    def _scripted_fault(self, exchange: Exchange, turn: Turn, reply: Reply, wire_format: BreakableStream) -> HTTPResponse:
         """Called with the lock held: journaled as the main request it was, with the fault and what was sent."""
-        faulted = faults.apply(turn.fault, reply, exchange.stream)
+        faulted = faults.apply(turn.fault, reply, exchange.stream, wire_format)
         exchange.status = faulted.status
         exchange.error = f"scripted fault: {faulted.summary}"
         exchange.reply = faulted.journal
         self.journal.append(exchange)
         headers = [("request-id", refusal.request_id(exchange.seq)), *faulted.headers]
         return HTTPResponse(faulted.status, headers, body=faulted.body, chunks=faulted.chunks, wire=faulted.wire)
-
-    # ------------------------------------------------------------ OpenAI wire formats
-    # Chat Completions and Responses: same script, classification and journal as /v1/messages;
-    # scripted errors in OpenAI's error shape. Scripted faults are Anthropic-only: here the
-    # reply is given normally and the exchange notes the fault that was not carried out.
-
-    def _openai_chat(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        return self._openai(request, path, query, openai_chat)
-
-    def _openai_responses(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        return self._openai(request, path, query, openai_responses)
-
-    def _gemini(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        """Gemini names model and method in the path; count and model listings are side calls."""
-        if request.method == "GET":
-            self._record_simple(request, path, query, 200, None)
-            model = gemini.MODELS_RE.match(path)["model"]
-            body = gemini.model_body(model) if model else gemini.models_body()
-            return HTTPResponse(200, [("content-type", "application/json")], body=body)
-        if gemini.route(request.method, path)[1] == "countTokens":
-            self._record_simple(request, path, query, 200, None)
-            return HTTPResponse(200, [("content-type", "application/json")], body=gemini.count_tokens_body(request.body))
-        return self._openai(request, path, query, gemini)
-
-    def _openai(self, request: HTTPRequest, path: str, query: str, protocol) -> HTTPResponse:
-        try:
-            normalized = protocol.parse_request(request.body, path)
-        except anthropic.BadRequest as exc:
-            return self._refuse(request, query, path, exc, protocol)
-        with self._lock:
-            active = self._active
-            klass = self._classify(normalized)
-            exchange = self._new_exchange(request, path, query, klass, 200, active)
-            exchange.protocol = protocol.NAME
-            exchange.normalized = normalized
-            exchange.stream = normalized["stream"]
-            turn = self._choose_turn(exchange, normalized, active)
-            if turn.error is not None:
-                return self._scripted_error(exchange, turn.error, protocol)
-            blocks = blocks_of(turn)
-            usage = cache_sim.resolve_usage(
-                self._cache.openai(protocol.NAME, normalized), blocks, turn.usage, active.step.usage if active else None
-            )
-            reply = protocol.build_reply(exchange.seq, normalized, blocks, turn.effective_stop_reason, usage)
-            if turn.fault is not None:
-                exchange.notes.append(
-                    f"scripted fault not carried out ({turn.fault.describe()}): faults are Anthropic-only; answered normally"
-                )
-            exchange.reply = reply.journal_view
-            self.journal.append(exchange)
-        headers = [("x-request-id", refusal.request_id(exchange.seq))]
-        if normalized["stream"]:
-            headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
-            return HTTPResponse(200, headers, chunks=protocol.render_sse(reply))
-        headers.append(("content-type", "application/json"))
-        return HTTPResponse(200, headers, body=protocol.render_json(reply))
-
-    def _count_tokens(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        try:
-            normalized = anthropic.parse_count_tokens_request(request.body)
-        except anthropic.BadRequest as exc:
-            return self._refuse(request, query, path, exc)
-        body = anthropic.count_tokens_body(len(request.body))
-        self._record_simple(request, path, query, 200, normalized)
-        return HTTPResponse(200, [("content-type", "application/json")], body=body)
-
-    def _models(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        self._record_simple(request, path, query, 200, None)
-        return HTTPResponse(200, [("content-type", "application/json")], body=anthropic.models_body())
-
-    def _model(self, request: HTTPRequest, path: str, query: str) -> HTTPResponse:
-        self._record_simple(request, path, query, 200, None)
-        model_id = path.rsplit("/", 1)[-1]
-        return HTTPResponse(200, [("content-type", "application/json")], body=anthropic.model_body(model_id))
 
     def _outbound(self, request: HTTPRequest) -> HTTPResponse:
         """Traffic meant for another host (through the proxy variables): journaled, refused, never forwarded."""
@@ -351,7 +280,7 @@ class FakeModelAPI:
             exchange = self._new_exchange(request, path, query, OUTBOUND, 403, self._active)
             exchange.error = f"outbound {request.method} to {exchange.destination} refused: nothing leaves the machine"
             self.journal.append(exchange)
-        body = anthropic.error_body(exchange.error, "permission_error", refusal.request_id(exchange.seq))
+        body = formats.DEFAULT.error_body(exchange.error, "permission_error", refusal.request_id(exchange.seq))
         return HTTPResponse(403, [("content-type", "application/json"), ("connection", "close")], body=body)
 
     # ------------------------------------------------------------ journaling
@@ -362,14 +291,13 @@ class FakeModelAPI:
             exchange.normalized = normalized
             self.journal.append(exchange)
 
-    def _refuse(self, request: HTTPRequest, query: str, path: str, exc: anthropic.BadRequest, protocol=None) -> HTTPResponse:
+    def _refuse(self, request: HTTPRequest, query: str, path: str, exc: BadRequest, wire_format: WireFormat) -> HTTPResponse:
         with self._lock:
             exchange = self._new_exchange(request, path, query, MALFORMED, exc.status, self._active)
             exchange.error = str(exc)
-            if protocol is not None:
-                exchange.protocol = protocol.NAME
+            exchange.protocol = wire_format.NAME
             self.journal.append(exchange)
-        return refusal.response(exchange.seq, exc, protocol)
+        return refusal.response(exchange.seq, exc, wire_format)
 
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
         """Called with the lock held: sequence numbers follow arrival order."""
@@ -387,7 +315,6 @@ class FakeModelAPI:
             step=active.step.index if active else None,
             step_kind=active.step.kind if active else None,
             pid=request.peer_pid,
-            protocol=anthropic.NAME,
         )
         if request.via_proxy:
             exchange.notes.append("sent through the proxy variables to this API's own address")

@@ -1,7 +1,9 @@
 """Transport faults: what the fake API does to one reply when a scenario turn says `fault: {kind: ...}`.
 
 The core decides (and journals) the fault before a byte is sent; the server
-carries out the part that happens on the socket (WireFault). On the wire, per
+carries out the part that happens on the socket (WireFault). Faults break the
+streams of the formats that are BreakableStreams (formats/base.py), today
+Anthropic's; the events named below are its. On the wire, per
 kind, for a streamed request (`"stream": true`) and for a JSON one:
 
 - cut_stream (after_events N)
@@ -40,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fakeapi.formats import anthropic
+from harness.fakeapi.formats.base import BreakableStream, Reply
 from harness.scenario.model import Fault
 
 RESET_STATUS = 0  # journaled status of a reset: no status line was ever sent
@@ -71,27 +73,27 @@ _SSE = [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", 
 _JSON = [("content-type", "application/json")]
 
 
-def apply(fault: Fault, reply: anthropic.RenderedReply, stream: bool) -> FaultedReply:
-    """The response (and its journal entry) for a main request whose scripted turn is ``fault``."""
+def apply(fault: Fault, reply: Reply, stream: bool, wire_format: BreakableStream) -> FaultedReply:
+    """The response (and its journal entry) for a main request whose scripted turn is ``fault``, in `wire_format`."""
     if fault.kind == "reset":
         faulted = FaultedReply(RESET_STATUS, [], wire=WireFault(reset=True), summary="reset")
         message = "connection reset (TCP RST) before any byte of a response"
         sent: dict[str, Any] = {}
     elif fault.kind == "slow_first_byte":
-        faulted = _normal(reply, stream)
+        faulted = _normal(reply, stream, wire_format)
         faulted.wire = WireFault(delay_s=float(fault.seconds or 0))
         faulted.summary = fault.describe()
         message = f"nothing sent for {fault.seconds:g}s, then the complete reply"
         sent = dict(reply.journal_view)
     elif fault.kind == "cut_stream":
-        faulted = _normal(reply, stream)
+        faulted = _normal(reply, stream, wire_format)
         if stream:
             events = faulted.chunks or []
             n = min(fault.after_events or 0, len(events))
             faulted.wire = WireFault(cut_after_chunks=n)
             faulted.summary = f"cut_stream after {n} of {len(events)} events"
             message = f"stream cut after {n} of {len(events)} events: connection closed without the terminating chunk"
-            sent = {"intended": reply.journal_view, "events_sent": [anthropic.event_name(e) for e in events[:n]]}
+            sent = {"intended": reply.journal_view, "events_sent": [wire_format.event_name(e) for e in events[:n]]}
         else:
             half = len(faulted.body) // 2
             faulted.wire = WireFault(cut_after_bytes=half)
@@ -100,14 +102,14 @@ def apply(fault: Fault, reply: anthropic.RenderedReply, stream: bool) -> Faulted
             sent = {"intended": reply.journal_view, "bytes_sent": half, "bytes_total": len(faulted.body)}
     elif fault.kind == "malformed_sse":
         if stream:
-            events, index = anthropic.render_sse_malformed(reply)
+            events, index = wire_format.render_sse_malformed(reply)
             faulted = FaultedReply(200, list(_SSE), chunks=events)
-            name = anthropic.event_name(events[index])
+            name = wire_format.event_name(events[index])
             faulted.summary = f"malformed_sse: event {index + 1} of {len(events)} ({name}) has data that is not JSON"
             message = f"the data of event {index + 1} ({name}) is cut in half: not JSON"
             sent = {"intended": reply.journal_view, "broken_event": {"position": index + 1, "event": name}}
         else:
-            body = anthropic.render_json(reply)
+            body = wire_format.render_json(reply)
             half = len(body) // 2
             faulted = FaultedReply(200, list(_JSON), body=body[:half])
             faulted.summary = f"malformed_sse: JSON body cut to {half} of {len(body)} bytes (a JSON request has no events)"
@@ -119,7 +121,7 @@ def apply(fault: Fault, reply: anthropic.RenderedReply, stream: bool) -> Faulted
     return faulted
 
 
-def _normal(reply: anthropic.RenderedReply, stream: bool) -> FaultedReply:
+def _normal(reply: Reply, stream: bool, wire_format: BreakableStream) -> FaultedReply:
     if stream:
-        return FaultedReply(200, list(_SSE), chunks=list(anthropic.render_sse(reply)))
-    return FaultedReply(200, list(_JSON), body=anthropic.render_json(reply))
+        return FaultedReply(200, list(_SSE), chunks=list(wire_format.render_sse(reply)))
+    return FaultedReply(200, list(_JSON), body=wire_format.render_json(reply))

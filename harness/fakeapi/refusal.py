@@ -11,7 +11,8 @@ import traceback
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.fakeapi.formats import anthropic, gemini, openai_chat, openai_responses
+from harness.fakeapi import formats
+from harness.fakeapi.formats.base import BadRequest, WireFormat
 from harness.fakeapi.transport import HTTPRequest, HTTPResponse
 
 
@@ -28,34 +29,27 @@ def path_and_query(target: str, strict: bool = True) -> tuple[str, str]:
         parts = urlsplit(target)
     except ValueError as exc:  # e.g. "http://[::1": an unclosed IPv6 literal
         if strict:
-            raise anthropic.BadRequest(f"unreadable request target {target[:200]!r}: {exc}") from None
+            raise BadRequest(f"unreadable request target {target[:200]!r}: {exc}") from None
         return target, ""
     if parts.scheme and parts.netloc:
         return f"{parts.scheme}://{parts.netloc}{parts.path}", parts.query
     return parts.path, parts.query
 
 
-def protocol_of(path: str):
-    """The wire format whose error shape a refusal on `path` takes; None for Anthropic's (every other path)."""
+def format_of(path: str) -> WireFormat:
+    """The wire format whose error shape a refusal on `path` (from path_and_query, not strict) takes."""
     if path.startswith(("http://", "https://")):
         try:
             path = urlsplit(path).path
         except ValueError:
-            return None
-    path = path.rstrip("/")
-    if path == "/v1/chat/completions":
-        return openai_chat
-    if path == "/v1/responses":
-        return openai_responses
-    if gemini.route("POST", path) or gemini.MODELS_RE.match(path):
-        return gemini
-    return None
+            return formats.DEFAULT
+    return formats.owning(path.rstrip("/"))
 
 
-def response(seq: int, exc: anthropic.BadRequest, protocol=None) -> HTTPResponse:
-    """The refusal of exchange `seq`: Anthropic's error shape, or that of `protocol` (an OpenAI or Gemini format)."""
+def response(seq: int, exc: BadRequest, wire_format: WireFormat) -> HTTPResponse:
+    """The refusal of exchange `seq`, in the error shape of the format it was refused in."""
     rid = request_id(seq)
-    body = anthropic.error_body(str(exc), exc.error_type, rid) if protocol is None else protocol.refusal_body(exc)
+    body = wire_format.refusal_body(exc, rid)
     return HTTPResponse(exc.status, [("content-type", "application/json"), ("request-id", rid)], body=body)
 
 
@@ -63,7 +57,7 @@ def internal_error(request: HTTPRequest, exc: BaseException) -> tuple[str, HTTPR
     """A failure of the fake API's own: one line saying where (for the run to report), and the 500 answering it."""
     line = failure_line(f"the fake API failed on {request.method} {request.target[:200]!r}", exc)
     return line, HTTPResponse(500, [("content-type", "application/json"), ("connection", "close")],
-                              body=anthropic.error_body(line, "api_error"))
+                              body=formats.DEFAULT.error_body(line, "api_error", ""))
 
 
 def failure_line(what: str, exc: BaseException) -> str:

@@ -1,9 +1,12 @@
-"""The Anthropic Messages wire format, both directions.
+"""The Anthropic Messages wire format, both directions: a WireFormat (formats/base.py) like the others.
 
 Parses and validates requests into the normalized view the checks read, and
 renders scripted replies as the JSON message or the full server-sent event
 sequence a real client expects. Reading that view (text, compaction requests)
-is conversation.py's job, shared with the other protocols.
+is conversation.py's job, shared with the other protocols. It is the one
+format whose streams scripted faults break (a BreakableStream; its event
+sequence is anthropic_sse.py), and the shape of every refusal on a path no
+format owns.
 """
 
 from __future__ import annotations
@@ -11,25 +14,40 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-NAME = "anthropic"
+from harness.fakeapi.cache_sim import CacheFigures, PromptCache
+# The stream half of this WireFormat (a BreakableStream): render_sse, event_name, render_sse_malformed.
+from harness.fakeapi.formats.anthropic_sse import event_name, render_sse, render_sse_malformed  # noqa: F401
+from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, MODEL_INFO, WRONG_METHOD, BadRequest
+from harness.journal.exchange import ANTHROPIC
+
+NAME = ANTHROPIC
+REQUEST_ID_HEADER = "request-id"
+CARRIES_FAULTS = True
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+MODELS_PATH = "/v1/models"
+_ENDPOINTS = {("POST", MESSAGES_PATH): GENERATE, ("POST", COUNT_TOKENS_PATH): COUNT_TOKENS, ("GET", MODELS_PATH): MODEL_INFO}
 MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "reference-model-1")
 _BLOCK_TYPES_IN = {
     "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
     "server_tool_use", "web_search_tool_result", "search_result", "container_upload",
 }
-TEXT_CHUNK = 24  # characters per text_delta, so clients must really accumulate
-JSON_CHUNK = 16  # characters per input_json_delta
 
 
-class BadRequest(Exception):
-    """A request the real API would refuse with a 4xx; carries the provider's error shape."""
+def endpoint(method: str, path: str) -> str | None:
+    found = _ENDPOINTS.get((method, path))
+    if found is None and method == "GET" and path.startswith(MODELS_PATH + "/"):
+        return MODEL_INFO
+    if found is None and path in (MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH):
+        return WRONG_METHOD
+    return found
 
-    def __init__(self, message: str, status: int = 400, error_type: str = "invalid_request_error"):
-        super().__init__(message)
-        self.status = status
-        self.error_type = error_type
+
+def owns_path(path: str) -> bool:
+    """Only the messages paths: a refusal on /v1/models is in Gemini's shape, whose model paths it matches too."""
+    return path in (MESSAGES_PATH, COUNT_TOKENS_PATH)
 
 
 def error_body(message: str, error_type: str = "invalid_request_error", request_id: str = "") -> bytes:
@@ -38,7 +56,16 @@ def error_body(message: str, error_type: str = "invalid_request_error", request_
     ).encode()
 
 
+def refusal_body(exc: BadRequest, request_id: str) -> bytes:
+    return error_body(str(exc), exc.error_type, request_id)
+
+
 # --------------------------------------------------------------------------- requests
+
+
+def parse_request(body: bytes, path: str = "") -> dict[str, Any]:
+    """The WireFormat's parse: `path` is unused, a Messages request names its model and streaming in the body."""
+    return parse_messages_request(body)
 
 
 def parse_messages_request(body: bytes) -> dict[str, Any]:
@@ -67,13 +94,14 @@ def parse_messages_request(body: bytes) -> dict[str, Any]:
     return normalized
 
 
-def parse_count_tokens_request(body: bytes) -> dict[str, Any]:
+def count_tokens(body: bytes) -> tuple[dict[str, Any], bytes]:
+    """POST /v1/messages/count_tokens: validated like a message's prompt, journaled with its normalized view."""
     payload = _json_object(body)
     if "messages" not in payload:
         raise BadRequest("messages: Field required")
     normalized = _normalize_prompt(payload)
     normalized["model"] = payload.get("model")
-    return normalized
+    return normalized, json.dumps({"input_tokens": estimate_tokens(len(body))}).encode()
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -169,9 +197,14 @@ class RenderedReply:
         }
 
 
-def build_message(
+def cache_figures(cache: PromptCache, normalized: dict[str, Any]) -> CacheFigures:
+    """Explicit caching: prefixes are read and written at the request's cache_control breakpoints."""
+    return cache.anthropic(normalized)
+
+
+def build_reply(
     seq: int,
-    model: str,
+    normalized: dict[str, Any],
     blocks: list[dict[str, Any]],
     stop_reason: str,
     usage: dict[str, int],
@@ -189,7 +222,7 @@ def build_message(
             "id": "msg_" + _stable_id(seq, -1, 24),
             "type": "message",
             "role": "assistant",
-            "model": model,
+            "model": normalized["model"],
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
@@ -207,105 +240,25 @@ def render_json(reply: RenderedReply) -> bytes:
     return json.dumps(reply.message).encode()
 
 
-def render_sse(reply: RenderedReply) -> Iterator[bytes]:
-    """The full streaming event sequence, one SSE event per yielded chunk."""
-    message = reply.message
-    usage = message["usage"]
-    start = dict(message, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))
-    yield _event("message_start", {"type": "message_start", "message": start})
-    yield _event("ping", {"type": "ping"})
-    for index, block in enumerate(message["content"]):
-        yield from _block_events(index, block)
-    yield _event(
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": usage,
-        },
-    )
-    yield _event("message_stop", {"type": "message_stop"})
-
-
-def event_name(event: bytes) -> str:
-    """The `event:` field of one rendered event."""
-    first = event.split(b"\n", 1)[0].decode()
-    return first.removeprefix("event: ")
-
-
 def stream_event_names(blocks: list[dict[str, Any]]) -> list[str]:
     """The events a streamed reply with these blocks consists of (their number depends on the content only)."""
     usage = {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    return [event_name(e) for e in render_sse(build_message(0, "model", blocks, "end_turn", usage))]
-
-
-MALFORMED_EVENT = "content_block_delta"  # every block streams at least one
-
-
-def render_sse_malformed(reply: RenderedReply) -> tuple[list[bytes], int]:
-    """The full event sequence, except that the `data:` JSON of the first content_block_delta is cut in half.
-
-    Returns the events and the 0-based position of the broken one. The event keeps its name and its
-    blank-line terminator, so only a client that parses the data notices; the stream ends normally.
-    """
-    events = list(render_sse(reply))
-    index = next(i for i, e in enumerate(events) if event_name(e) == MALFORMED_EVENT)
-    head, data = events[index].decode().rstrip("\n").split("\ndata: ", 1)
-    events[index] = f"{head}\ndata: {data[: len(data) // 2]}\n\n".encode()
-    return events, index
-
-
-def _block_events(index: int, block: dict[str, Any]) -> Iterator[bytes]:
-    kind = block["type"]
-    if kind == "text":
-        yield _start(index, {"type": "text", "text": ""})
-        for piece in _pieces(block["text"], TEXT_CHUNK):
-            yield _delta(index, {"type": "text_delta", "text": piece})
-    elif kind == "thinking":
-        yield _start(index, {"type": "thinking", "thinking": "", "signature": ""})
-        for piece in _pieces(block["thinking"], TEXT_CHUNK):
-            yield _delta(index, {"type": "thinking_delta", "thinking": piece})
-        yield _delta(index, {"type": "signature_delta", "signature": block["signature"]})
-    elif kind == "tool_use":
-        yield _start(index, {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
-        yield _delta(index, {"type": "input_json_delta", "partial_json": ""})
-        for piece in _pieces(json.dumps(block["input"]), JSON_CHUNK):
-            yield _delta(index, {"type": "input_json_delta", "partial_json": piece})
-    else:  # pragma: no cover - scripts only produce the three kinds above
-        raise ValueError(f"cannot stream a {kind} block")
-    yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def _start(index: int, block: dict[str, Any]) -> bytes:
-    return _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
-
-
-def _delta(index: int, delta: dict[str, Any]) -> bytes:
-    return _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-
-
-def _event(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
-
-
-def count_tokens_body(raw_size: int) -> bytes:
-    return json.dumps({"input_tokens": estimate_tokens(raw_size)}).encode()
+    return [event_name(e) for e in render_sse(build_reply(0, {"model": "model"}, blocks, "end_turn", usage))]
 
 
 def estimate_tokens(size_bytes: int) -> int:
     return max(1, size_bytes // 4)
 
 
-def models_body() -> bytes:
+def models_body(path: str) -> bytes:
+    """GET /v1/models, or /v1/models/ID: any ID is a model."""
+    if path != MODELS_PATH:
+        return _model_body(path.rsplit("/", 1)[-1])
     data = [
         {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"} for m in MODELS
     ]
     return json.dumps({"data": data, "has_more": False, "first_id": MODELS[0], "last_id": MODELS[-1]}).encode()
 
 
-def model_body(model_id: str) -> bytes:
+def _model_body(model_id: str) -> bytes:
     return json.dumps({"type": "model", "id": model_id, "display_name": model_id, "created_at": "2025-01-01T00:00:00Z"}).encode()

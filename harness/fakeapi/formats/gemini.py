@@ -30,14 +30,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fakeapi.formats.anthropic import BadRequest as _AnthropicBadRequest, estimate_tokens
-from harness.fakeapi.formats.openai_chat import pieces, sendable_blocks, stable_id, wire_usage
+from harness.fakeapi.cache_sim import CacheFigures, PromptCache
+from harness.fakeapi.formats.anthropic import estimate_tokens
+from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, MODEL_INFO, BadRequest as _BadRequest
+from harness.fakeapi.formats.openai_shared import pieces, sendable_blocks, stable_id, wire_usage
+from harness.journal.exchange import GEMINI
 
-NAME = "gemini"
+NAME = GEMINI
+REQUEST_ID_HEADER = "x-request-id"
+CARRIES_FAULTS = False
 TEXT_CHUNK = 24  # characters per streamed chunk, so clients must really accumulate
 # /v1beta/models/gemini-2.5-pro:streamGenerateContent (also /v1/, and tuned or publisher model paths)
 PATH_RE = re.compile(r"^/(?:v1|v1beta|v1alpha)/(?:.+/)?models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
-GENERATE = ("generateContent", "streamGenerateContent")
+GENERATE_METHODS = ("generateContent", "streamGenerateContent")
 MODELS_RE = re.compile(r"^/(?:v1|v1beta|v1alpha)/models(?:/(?P<model>[^/:]+))?$")  # GET: a listing, or one model
 MODELS = ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite")
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -49,7 +54,7 @@ _FINISH = {"end_turn": "STOP", "stop_sequence": "STOP", "tool_use": "STOP", "max
            "pause_turn": "STOP", "refusal": "SAFETY"}
 
 
-class BadRequest(_AnthropicBadRequest):
+class BadRequest(_BadRequest):
     """A request Google would refuse with a 4xx."""
 
 
@@ -59,14 +64,27 @@ def route(method: str, path: str) -> tuple[str, str] | None:
     return (match["model"], match["method"]) if match else None
 
 
-def error_body(message: str, error_type: str = "invalid_request_error", status: int | None = None) -> bytes:
-    """Google's error shape; the code follows the scripted error type when no status is given."""
+def endpoint(method: str, path: str) -> str | None:
+    """Any method of a model path is GENERATE but countTokens (parse_request refuses the unknown ones, 404)."""
+    routed = route(method, path)
+    if routed is not None:
+        return COUNT_TOKENS if routed[1] == "countTokens" else GENERATE
+    return MODEL_INFO if method == "GET" and MODELS_RE.match(path) else None
+
+
+def owns_path(path: str) -> bool:
+    return bool(route("POST", path) or MODELS_RE.match(path))
+
+
+def error_body(message: str, error_type: str = "invalid_request_error", request_id: str = "",
+               status: int | None = None) -> bytes:
+    """Google's error shape, with no request id; the code follows the scripted error type when no status is given."""
     code = status or _TYPE_STATUS.get(error_type, 500)
     return json.dumps({"error": {"code": code, "message": message, "status": _STATUS.get(code, "UNKNOWN")}}).encode()
 
 
-def refusal_body(exc: _AnthropicBadRequest) -> bytes:
-    return error_body(str(exc), exc.error_type, exc.status)
+def refusal_body(exc: _BadRequest, request_id: str = "") -> bytes:
+    return error_body(str(exc), exc.error_type, request_id, exc.status)
 
 
 # --------------------------------------------------------------------------- requests
@@ -75,7 +93,7 @@ def refusal_body(exc: _AnthropicBadRequest) -> bytes:
 def parse_request(body: bytes, path: str = "") -> dict[str, Any]:
     """Validate a generateContent / streamGenerateContent body and return its normalized view."""
     found = PATH_RE.match(path)
-    if found is None or found["method"] not in GENERATE:
+    if found is None or found["method"] not in GENERATE_METHODS:
         raise BadRequest(f"expected POST /v1beta/models/MODEL:generateContent or :streamGenerateContent, got {path!r}", 404, "not_found_error")
     payload = _json_object(body)
     raw_contents = payload.get("contents")
@@ -166,6 +184,11 @@ def _parts(parts: Any, where: str) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- replies
 
 
+def cache_figures(cache: PromptCache, normalized: dict[str, Any]) -> CacheFigures:
+    """Implicit caching, by prefix, as OpenAI's."""
+    return cache.openai(NAME, normalized)
+
+
 @dataclass
 class GeminiReply:
     response: dict[str, Any]  # the complete GenerateContentResponse
@@ -231,17 +254,15 @@ def render_sse(reply: GeminiReply) -> Iterator[bytes]:
 # --------------------------------------------------------------------------- other endpoints
 
 
-def count_tokens_body(body: bytes) -> bytes:
-    """`:countTokens`: the estimate the fake API uses everywhere (4 bytes a token)."""
-    return json.dumps({"totalTokens": estimate_tokens(len(body))}).encode()
+def count_tokens(body: bytes) -> tuple[None, bytes]:
+    """`:countTokens`: the estimate the fake API uses everywhere (4 bytes a token); the body is not read."""
+    return None, json.dumps({"totalTokens": estimate_tokens(len(body))}).encode()
 
 
-def models_body() -> bytes:
-    return json.dumps({"models": [_model(m) for m in MODELS]}).encode()
-
-
-def model_body(model_id: str) -> bytes:
-    return json.dumps(_model(model_id)).encode()
+def models_body(path: str) -> bytes:
+    """GET of the model listing, or of one model: any name is a model."""
+    model = MODELS_RE.match(path)["model"]
+    return json.dumps(_model(model) if model else {"models": [_model(m) for m in MODELS]}).encode()
 
 
 def _model(model_id: str) -> dict[str, Any]:

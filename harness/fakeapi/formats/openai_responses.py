@@ -23,7 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.fakeapi.formats.openai_chat import (
+from harness.fakeapi.cache_sim import CacheFigures, PromptCache
+from harness.fakeapi.formats.base import GENERATE
+from harness.fakeapi.formats.openai_shared import (
     CREATED,
     JSON_CHUNK,
     TEXT_CHUNK,
@@ -41,9 +43,26 @@ from harness.fakeapi.formats.openai_chat import (
     stable_id,
     wire_usage,
 )
+from harness.journal.exchange import OPENAI_RESPONSES
 
-NAME = "openai-responses"
-__all__ = ["NAME", "BadRequest", "build_reply", "error_body", "parse_request", "refusal_body", "render_json", "render_sse"]
+NAME = OPENAI_RESPONSES
+PATH = "/v1/responses"
+REQUEST_ID_HEADER = "x-request-id"
+CARRIES_FAULTS = False
+count_tokens = None  # the fake API serves no OpenAI token counts
+models_body = None  # nor OpenAI's model listing
+# The WireFormat (formats/base.py); its error shape is the one both OpenAI formats share.
+__all__ = ["CARRIES_FAULTS", "NAME", "REQUEST_ID_HEADER", "BadRequest", "build_reply", "cache_figures", "count_tokens",
+           "endpoint", "error_body", "models_body", "owns_path", "parse_request", "refusal_body", "render_json",
+           "render_sse"]
+
+
+def endpoint(method: str, path: str) -> str | None:
+    return GENERATE if (method, path) == ("POST", PATH) else None
+
+
+def owns_path(path: str) -> bool:
+    return path == PATH
 
 
 # --------------------------------------------------------------------------- requests
@@ -117,6 +136,11 @@ def parse_request(body: bytes, path: str = "") -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- replies
+
+
+def cache_figures(cache: PromptCache, normalized: dict[str, Any]) -> CacheFigures:
+    """Automatic caching, as for Chat Completions; a cache of its own (a format never reads another's)."""
+    return cache.openai(NAME, normalized)
 
 
 @dataclass
