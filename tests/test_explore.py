@@ -192,10 +192,11 @@ def test_bad_input_is_a_usage_error_naming_what(argv, message, capsys, tmp_path)
 
 
 def test_a_launcher_target_is_refused_with_the_reason():
+    from harness.execution.launcher import LauncherSteps
     from harness.targets.base import SessionIdSource, Target
 
     launched = Target(name="one-launcher", commands={}, session_id=SessionIdSource("stdout_json", "session_id"),
-                      launcher=object())  # type: ignore[arg-type]
+                      executor=LauncherSteps(object()))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="one launcher process"):
         explore_target(launched, Budget())
 

@@ -129,9 +129,9 @@ def test_a_spec_names_every_target_with_its_format(spec, names):
     built = target_module.targets(spec, cwd=REPO)
     assert [t.name for t in built] == names
     for t in built:
-        assert (t.in_process is not None) == t.name.endswith("+in-process")
+        assert t.executor.in_harness_process == t.name.endswith("+in-process")
         assert set(t.commands) == {"launch", "resume", "retry", "compact"}  # the example defines compact()
-        if t.in_process is None:
+        if not t.executor.in_harness_process:
             assert t.commands["launch"][:3] == ("{python}", "-m", "harness.pydantic_ai.driver")
 
 

@@ -30,6 +30,8 @@ import pytest
 
 from harness import cli as harness_cli
 from harness.errors import InputError
+from harness.execution.in_process import InProcessSteps
+from harness.execution.subprocess import SubprocessSteps
 from harness.fakeapi.core import FakeModelAPI
 from harness.journal.exchange import MAIN
 from harness.fakeapi.inprocess import SyncRespxTransport, http_client, make_router
@@ -83,13 +85,14 @@ def test_in_process_specs_name_their_targets_and_run_the_same_flags(spec, names)
     twins = resolve_target(spec.removesuffix("+in-process"))
     for tg, twin in zip(targets, twins, strict=True):
         assert tg.expected_as == twin.name and twin.expected_as is None
-        assert tg.in_process is run_in_process and twin.in_process is None
+        assert tg.executor == InProcessSteps(run_in_process) and twin.executor == SubprocessSteps()
         assert set(tg.commands) == set(twin.commands)
         for kind, command in tg.commands.items():
             # Honest argv: says where it runs, then exactly the flags the command gets.
             assert command[0] == ARGV0 and twin.commands[kind][:3] == SUBPROCESS_HEAD
             assert command[1:] == twin.commands[kind][3:]
-        assert dataclasses.replace(tg, name=twin.name, commands=twin.commands, in_process=None, expected_as=None) == twin
+        assert dataclasses.replace(tg, name=twin.name, commands=twin.commands, executor=SubprocessSteps(),
+                                   expected_as=None) == twin
 
 
 @pytest.mark.parametrize("spec, problem", [

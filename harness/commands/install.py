@@ -25,6 +25,6 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     ]
     for spec in specs:
         for target in resolve_target(spec):
-            runs = target.launcher.describe() if target.launcher is not None else target.commands["launch"][0]
+            runs = target.executor.describe(target.commands)
             print(f"{target.name}: {runs}")
     return EXIT_OK

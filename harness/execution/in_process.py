@@ -1,10 +1,14 @@
-"""What every in-process step shares, whatever agent it calls: the step's world swapped in, its output captured.
+"""Each step a call in the harness process: the in-process executor, and the frame every such call shares.
 
 The pydantic-ai and reference-agent in-process modes each call their agent their
-own way; both need the same frame around the call so the runner sees what a
-process would have left: this process's environment and working directory as
-the step's while it runs, stdout and stderr captured into the step's log files,
-the sending pid told to the fake API, and a ProcessOutcome at the end.
+own way (harness/pydantic_ai/in_process.py, harness/reference_agent/in_process.py);
+InProcessSteps carries out a step by that call instead of a process, and the
+run's fake API gets no HTTP server: the agent's requests reach it through respx
+at IN_PROCESS_BASE_URL (harness/execution/base.py). Both calls need the same
+frame so the runner sees what a process would have left: this process's
+environment and working directory as the step's while it runs, stdout and
+stderr captured into the step's log files, the sending pid told to the fake
+API, and a ProcessOutcome at the end.
 """
 
 from __future__ import annotations
@@ -14,11 +18,37 @@ import io
 import os
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
+from harness.execution.base import OneStepAtATime, StepCall, StepSession
 from harness.fakeapi.core import FakeModelAPI
+from harness.isolation.netns import StepIsolation
 from harness.isolation.process import ProcessOutcome
+
+# A step's agent called in this process: (argv, env, cwd, timeout_s, stdout_path, stderr_path, api) -> its outcome.
+InProcessCall = Callable[[Sequence[str], Mapping[str, str], Path, float, Path, Path, FakeModelAPI], ProcessOutcome]
+
+
+@dataclass(frozen=True)
+class InProcessSteps(OneStepAtATime):
+    """Each step `call`, in the harness process: no subprocess, no network namespace, no HTTP server.
+
+    `call` is a module-level function, so the Target holding this executor pickles as before.
+    """
+
+    call: InProcessCall
+    in_harness_process = True
+
+    def serve(self, api: FakeModelAPI) -> None:
+        return None
+
+    def carry_out(self, call: StepCall, session: StepSession) -> tuple[StepIsolation, ProcessOutcome]:
+        isolation = StepIsolation(argv=call.argv, notes=["ran in the harness process: no subprocess, no network namespace"])
+        outcome = self.call(call.argv, call.env, call.cwd, call.timeout_s, call.stdout_path, call.stderr_path,
+                            session.api)
+        return isolation, outcome
 
 
 @contextlib.contextmanager

@@ -10,8 +10,10 @@ script to the next step before the launch sends its first request. Step k of
 the scenario is the k-th launch; a launch the scenario did not foresee, or a
 step that was never launched, is an error of the run, never a pass.
 
-The launcher's own verdict (an eval that errored, a sample that failed) is
-read by the target's ScenarioLauncher and reported with the run.
+What a launcher is to the harness is the ScenarioLauncher protocol, defined
+here and implemented by its family (harness/inspect_swe/launcher.py); the
+launcher's own verdict (an eval that errored, a sample that failed) is read
+by it and reported with the run.
 """
 
 from __future__ import annotations
@@ -20,24 +22,24 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 
-from harness.isolation import netns
 from harness.errors import InputError
+from harness.execution.base import StepSession
+from harness.execution.step_requests import exit_problem, record_requests, turn_problem
 from harness.fakeapi.core import FakeModelAPI
-from harness.journal.requests import Journal
-from harness.fakeapi.launch_control import LaunchControl
+from harness.fakeapi.launch_control import CONTROL_PATH, LaunchControl
 from harness.fakeapi.script import StepScript
 from harness.fakeapi.server import FakeAPIServer
-from harness.fakeapi.launch_control import CONTROL_PATH
+from harness.isolation import netns
 from harness.isolation.launch_shim import write_shim
-from harness.journal.launches import Launch, LaunchJournal
 from harness.isolation.process import run_process, tail
+from harness.isolation.workspace import Workspace, step_environment
+from harness.journal.launches import Launch, LaunchJournal
+from harness.journal.requests import Journal
 from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario.model import Scenario, Step
-from harness.execution.step_requests import exit_problem, record_requests, turn_problem
-from harness.isolation.workspace import Workspace, step_environment
 
 STARTUP_ALLOWANCE_S = 120.0  # the launcher's own start and teardown, on top of the steps' timeouts
 
@@ -68,13 +70,33 @@ class ScenarioLauncher(Protocol):
     def outcome(self, workspace: Workspace) -> LauncherOutcome: ...
 
 
-def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, launches: LaunchJournal,
-              server: FakeAPIServer, workspace: Workspace, on_step: Callable[[StepResult], None]) -> str | None:
-    """Run the launcher once; report one StepResult per scenario step; return the run's error, if any."""
-    launcher: ScenarioLauncher = target.launcher
+@dataclass(frozen=True)
+class LauncherSteps:
+    """The executor of a target whose steps are launches of one `launcher` process; the Target's `commands` unused."""
+
+    launcher: ScenarioLauncher
+    in_harness_process = False
+
+    def serve(self, api: FakeModelAPI) -> FakeAPIServer:
+        return FakeAPIServer(api).__enter__()
+
+    def describe(self, commands: Mapping[str, Sequence[str]]) -> str:
+        return self.launcher.describe()
+
+    def why_not_one_at_a_time(self) -> str | None:
+        return "runs a whole scenario in one launcher process"
+
+    def run_steps(self, session: StepSession, on_step: Callable[[StepResult], None]) -> str | None:
+        """Run the launcher once; report one StepResult per scenario step; return the run's error, if any."""
+        return _run_launcher(self.launcher, session, on_step)
+
+
+def _run_launcher(launcher: ScenarioLauncher, session: StepSession, on_step: Callable[[StepResult], None]) -> str | None:
+    scenario, api, journal, launches = session.scenario, session.api, session.journal, session.launches
+    server, workspace = session.server, session.workspace
     problems = launcher.problems(scenario)
     if problems:
-        return f"{target.name} cannot run this scenario: " + "; ".join(problems)
+        return f"{session.target.name} cannot run this scenario: " + "; ".join(problems)
     steps = _StepAdvance(scenario, api, journal, launches, on_step, launcher.session_of)
     api.control = LaunchControl(launches, steps.next_launch, on_ended=steps.launch_ended).handle
     shim_dir = workspace.root / "launch-bin"
@@ -85,7 +107,7 @@ def run_steps(scenario: Scenario, target, api: FakeModelAPI, journal: Journal, l
         return f"{launcher.name}: cannot prepare the run: {exc}"
     env = step_environment(workspace, server.base_url, call.env)
     env["PATH"] = os.pathsep.join([str(shim_dir), call.env.get("PATH", env.get("PATH", ""))])
-    timeout = STARTUP_ALLOWANCE_S + sum(step.timeout_s or target.timeout_s for step in scenario.steps)
+    timeout = STARTUP_ALLOWANCE_S + sum(step.timeout_s or session.target.timeout_s for step in scenario.steps)
     stdout_path, stderr_path = workspace.logs / "launcher.stdout", workspace.logs / "launcher.stderr"
     try:
         with netns.isolated_step(call.argv, server, private_dirs=call.private_dirs) as isolation:

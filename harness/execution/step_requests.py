@@ -1,7 +1,8 @@
 """What a step's requests say about it: counts per class, pids, unforeseen requests, unused replies, refused hosts.
 
-Shared by the two ways a step runs: a process the runner starts (runner.py)
-and a launch made by a launcher process (launcher_run.py).
+Shared by the ways a step runs: a process (or in-process call) the run session
+starts (harness/run/session.py) and a launch made by a launcher process
+(launcher.py).
 """
 
 from __future__ import annotations

@@ -95,12 +95,12 @@ class Exploration:
 
     @property
     def workdir(self) -> str:
-        return voc.workdir_kind(self.target.in_process is not None)
+        return voc.workdir_kind(self.target.executor.in_harness_process)
 
     @property
     def workspace_parent(self) -> Path | None:
         """Where each sequence's workspace is made: in memory for in-process targets (see ram_folder)."""
-        return ram_folder() if self.target.in_process is not None else None
+        return ram_folder() if self.target.executor.in_harness_process else None
 
     def can_compact(self) -> bool:
         return self.target.command_for("compact") is not None

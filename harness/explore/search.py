@@ -76,9 +76,10 @@ class Outcome:
 
 def explore_target(target: Target, budget: Budget,
                    on_sequence: Callable[[Exploration, list, Finding | None], None] = lambda *_: None) -> Outcome:
-    if target.launcher is not None:
-        raise InputError(f"target {target.name!r} runs a whole scenario in one launcher process; explore needs a "
-                         "fresh process per step, so that each next step can be chosen after the last")
+    whole = target.executor.why_not_one_at_a_time()
+    if whole is not None:
+        raise InputError(f"target {target.name!r} {whole}; explore needs a fresh process per step, so that each "
+                         "next step can be chosen after the last")
     chosen = budget.settings()
     seed = budget.seed
     if seed is None and not chosen.derandomize:

@@ -8,6 +8,9 @@ downloaded; HOME, TMPDIR and a private /var/tmp inside the run's workspace;
 and, for `+checkout=`, the launcher's code taken from that folder or git
 revision ahead of the installed package (PYTHONPATH), its dependencies from
 the release's virtualenv.
+
+InspectLauncher is the ScenarioLauncher (harness/execution/launcher.py) that
+the inspect-swe family's targets run their steps through (LauncherSteps).
 """
 
 from __future__ import annotations

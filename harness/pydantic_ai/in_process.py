@@ -1,6 +1,7 @@
 """A pydantic-ai step inside the harness process: the driver's own step, with no subprocess and no socket.
 
-The runner calls `run_in_process` where it would start a process (Target.in_process),
+The run session calls `run_in_process` where it would start a process (the
+target's executor is InProcessSteps(run_in_process), harness/execution/in_process.py),
 with the argv, environment, working directory, timeout and log files it would
 have used, and between the same `api.begin_step`/`end_step`, so the journal
 attributes requests to steps exactly as in subprocess mode. The driver's

@@ -1,6 +1,7 @@
 """A reference-agent step inside the harness process: its command line, with no subprocess and no socket.
 
-The runner calls `run_in_process` where it would start a process (Target.in_process),
+The run session calls `run_in_process` where it would start a process (the target's
+executor is InProcessSteps(run_in_process), harness/execution/in_process.py),
 with the argv, environment, working directory, timeout and log files it would have
 used, and between the same `api.begin_step`/`end_step`, so the journal attributes
 requests to steps exactly as in subprocess mode. The step is the agent's own
@@ -17,7 +18,7 @@ saved under HOME; the agent's modules keep no state of their own between calls
 (the tests compare their globals before and after a run).
 
 No socket: the runner gives in-process steps BASE_URL, an address no server
-answers (the `.invalid` top-level domain never resolves; harness/run/session.py).
+answers (the `.invalid` top-level domain never resolves; harness/execution/base.py).
 A caller that hands the step the address of a live fake API server instead
 gets the same: every environment value naming that server is pointed at
 BASE_URL. The router knows only BASE_URL: a request anywhere else, a live
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
-from harness.run.session import IN_PROCESS_BASE_URL
+from harness.execution.base import IN_PROCESS_BASE_URL
 from harness.execution.in_process import CapturedStep
 from harness.isolation.process import ProcessOutcome
 

@@ -1,4 +1,4 @@
-"""Drive one scenario through one target: each step a fresh process against a fresh fake API.
+"""Drive one scenario through one target: its steps, carried out by the target's executor, against a fresh fake API.
 
 Record first, judge after (Jepsen): steps run until one fails to complete; the
 journal is the only input to the checks; a run whose history is incomplete is
@@ -13,8 +13,6 @@ import time
 import traceback
 from pathlib import Path
 from typing import Protocol, Sequence
-
-from harness.execution import launcher as launcher_run
 
 from harness.isolation import stopping
 from harness.checks import CheckContext, run_check
@@ -141,19 +139,9 @@ def run_scenario(
     try:
         with run:
             result.error = run.prepare()
-            if target.launcher is not None and not result.error:  # one launcher process, one launch per step
-                result.error = launcher_run.run_steps(
-                    scenario, target, run.api, run.journal, run.launches, run.server, run.workspace,
-                    lambda step_result: _step_done(result, progress, scenario, target, step_result),
-                )
-            for step in scenario.steps if not result.error and target.launcher is None else ():
-                step_result = run.run_step(step)
-                _step_done(result, progress, scenario, target, step_result)
-                if step_result.error:
-                    result.error = f"step {step.index} ({step.kind}): {step_result.error}"
-                    break
-                if run.record_error() is not None:  # what the next steps send could not be kept either
-                    break
+            if not result.error:  # a process per step, a call per step, or one launcher process for them all
+                result.error = target.executor.run_steps(
+                    run, lambda step_result: _step_done(result, progress, scenario, target, step_result))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the CLI
         stopped = True
         step = scenario.steps[len(result.steps)] if len(result.steps) < len(scenario.steps) else scenario.steps[-1]

@@ -6,9 +6,10 @@ step the explorer generates is run exactly as a step read from a file: a fresh
 process (or an in-process call rebuilt from what the last step persisted),
 against this run's own fake API, in its own network namespace.
 
-In-process targets get no HTTP server at all: their requests reach the same
-FakeModelAPI through respx (harness/fakeapi/inprocess.py), at a base URL that
-nothing on the network answers.
+How a built step is carried out is the target's executor's business
+(harness/execution/): it says whether the fake API gets an HTTP server (an
+in-process agent reaches the same FakeModelAPI through respx, at a base URL
+that nothing on the network answers) and runs each step the session builds.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.isolation import netns, workdir
+from harness.execution.base import IN_PROCESS_BASE_URL, StepCall
+from harness.isolation import workdir
 from harness.fakeapi.core import FakeModelAPI
 from harness.journal.exchange import Exchange
 from harness.journal.requests import Journal
 from harness.fakeapi.script import MAX_REQUESTS_PER_STEP
 from harness.fakeapi.server import FakeAPIServer
 from harness.journal.launches import RUNNER, Launch, LaunchJournal, launch_journal_path
-from harness.isolation.process import check_stop, run_process, tail
+from harness.isolation.process import check_stop, tail
 from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario.model import Scenario, Step
@@ -32,8 +34,6 @@ from harness.targets.base import MissingValue, Target, render
 from harness.isolation.terminal import strip_escapes
 from harness.isolation.workspace import FAKE_API_KEY, Workspace, step_environment
 
-# Where in-process agents are told the API is: `.invalid` never resolves, so a request that escaped respx fails.
-IN_PROCESS_BASE_URL = "http://fake-api.in-process.invalid"
 TAIL_LIMIT = 2000  # characters of an agent's stdout and stderr a step result keeps
 
 
@@ -66,8 +66,7 @@ class LiveRun:
 
     def __enter__(self) -> "LiveRun":
         try:
-            if self.target.in_process is None:
-                self.server = FakeAPIServer(self.api).__enter__()
+            self.server = self.target.executor.serve(self.api)
         except BaseException:
             self.close()
             raise
@@ -114,7 +113,8 @@ class LiveRun:
         return self.launches.launches()
 
     def run_step(self, step: Step) -> StepResult:
-        """One step as one fresh process of the target; its session id carries over to the next step."""
+        """One step built from the target and carried out by its executor (one taking steps one at a time: its
+        `why_not_one_at_a_time()` is None); its session id carries over to the next step."""
         result = _run_step(self, step)
         if not result.error:
             self.session_id = result.session_id
@@ -162,21 +162,11 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     api.begin_step(step)
     launch = run.launches.start(argv, str(workspace.workdir), env, step=step.index, step_kind=step.kind, pid=None,
                                 recorded_by=RUNNER)
+    call = StepCall(argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
+                    label=f"the agent of step {step.index} ({step.kind})")
     outcome = None
     try:
-        if target.in_process is not None:  # the step is a call in this process, not a process
-            isolation = netns.StepIsolation(argv=argv, notes=["ran in the harness process: no subprocess, no network namespace"])
-            outcome = target.in_process(
-                argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path, api,
-            )
-        else:
-            # Its own network namespace: the fake API at the same base URL, nothing else (harness/isolation/netns.py).
-            with netns.isolated_step(argv, run.server) as isolation:
-                outcome = run_process(
-                    isolation.argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
-                    on_start=api.set_step_pid, pass_fds=isolation.pass_fds,
-                    label=f"the agent of step {step.index} ({step.kind})",
-                )
+        isolation, outcome = target.executor.carry_out(call, run)
     finally:
         pid = api.step_pid
         script = api.end_step()

@@ -11,14 +11,13 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from harness.errors import InputError
+from harness.execution.base import StepExecutor
+from harness.execution.subprocess import SubprocessSteps
 from harness.journal.rules import RequestRule
 from harness.journal.exchange import Exchange
-
-if TYPE_CHECKING:
-    from harness.execution.launcher import ScenarioLauncher
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 COMMAND_KINDS = ("launch", "resume", "retry", "compact")
@@ -82,14 +81,13 @@ class Target:
     source: Path | None = None  # the target file, when there is one
     checkout: Path | None = None  # the agent's code at a named git revision (target files with `repo:`)
     revision: str | None = None  # the commit that checkout holds
-    # Set: each step is this call in the harness process (runner argv, env, cwd, timeout, stdout, stderr, api) -> ProcessOutcome, not a subprocess.
-    in_process: Callable[..., Any] | None = None
+    # How the steps are carried out, chosen once by the family (harness/execution/): a fresh subprocess each,
+    # a call in the harness process (InProcessSteps), or launches of one launcher process (LauncherSteps, which
+    # leaves `commands` unused). Picklable, as the whole Target is.
+    executor: StepExecutor = SubprocessSteps()
     home_files: Mapping[str, str] = field(default_factory=dict)  # HOME-relative path -> template, written before the launch
     # Options of the agent binary whose value is system-prompt text (what launch checks read in argv).
     prompt_flags: tuple[str, ...] = ("--append-system-prompt", "--system-prompt")
-    # Set: one launcher process runs the whole scenario and starts the agent binary once per step (inspect_swe);
-    # `commands` is then unused (harness/execution/launcher.py).
-    launcher: "ScenarioLauncher | None" = None
     # A call of one of the agent's own tools ({"name": ..., "input": {...}}), for `harness explore`'s tool-call turns.
     tool_call: Mapping[str, Any] | None = None
     # Set: the scenarios' expectations for that target name apply to this one (the same agent, run another way).

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.execution.launcher import LauncherSteps
 from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.targets import claude_code
 from harness.targets.base import SessionIdSource, Target
@@ -123,5 +124,5 @@ def build(version: str, claude_version: str, pin: str, venv: Path, command: tupl
         side_calls=claude_code.SIDE_CALLS,
         checkout=checkout,
         revision=commit,
-        launcher=launcher,
+        executor=LauncherSteps(launcher),
     )

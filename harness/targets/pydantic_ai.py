@@ -29,6 +29,8 @@ from pathlib import Path
 
 import harness
 from harness.errors import InputError
+from harness.execution.in_process import InProcessSteps
+from harness.execution.subprocess import SubprocessSteps
 from harness.targets.base import DEFAULT_IDENTITY, SessionIdSource, Target
 
 NAME = "pydantic-ai"
@@ -163,5 +165,5 @@ def build(spec: Spec, fmt: str, module_arg: str, search_path: str, has_compact: 
         identity_regex=DEFAULT_IDENTITY,
         timeout_s=60.0,
         env={"PYTHONPATH": literal(_PACKAGE_ROOT)},  # the driver is part of this package, importable from a checkout too
-        in_process=run_in_process if spec.in_process else None,
+        executor=InProcessSteps(run_in_process) if spec.in_process else SubprocessSteps(),
     )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import harness
 from harness.errors import InputError
+from harness.execution.in_process import InProcessSteps
+from harness.execution.subprocess import SubprocessSteps
 from harness.reference_agent.defects import KNOWN_DEFECTS
 from harness.targets.base import SessionIdSource, Target
 
@@ -108,7 +110,7 @@ def build(defects: list[str], in_process: bool = False) -> Target:
         timeout_s=60.0,
         # The agent is part of this package: make it importable from a source checkout too.
         env={"PYTHONPATH": _PACKAGE_ROOT},
-        in_process=run_in_process if in_process else None,
+        executor=InProcessSteps(run_in_process) if in_process else SubprocessSteps(),
         expected_as=name if in_process else None,
         tool_call={"name": "calculator", "input": {"expression": "6*7"}},  # its one tool
     )
