@@ -12,9 +12,10 @@ What crosses the process boundary:
 
 - parent → worker: the scenario (frozen dataclasses, pickled; a scenario that
   does not pickle goes as its file path and is loaded again), the `--target`
-  specs and the name of the target to run. A Target holds callables and
-  launcher objects, so it never crosses: each worker resolves the specs
-  itself (once per spec, cached) and picks the target by name.
+  specs and the name of the target to run. A Target's executor may hold
+  an in-process call or a launcher object, so targets never cross: each
+  worker resolves the specs itself (once per spec, cached) and picks the
+  target by name.
 - worker → parent: run_started / step_finished / run_finished events as they
   happen, so the parent's progress (ConsoleProgress) shows every step live,
   and the RunResult at the end. Results are put back in the serial order
@@ -55,6 +56,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Sequence
 
+from harness.run.pool_groups import descendant_groups, kill_groups, process_table
 from harness.run.pool_worker import STOP_SIGNALS, Silent, worker_main
 from harness.results import RunResult
 from harness.scenario.model import Scenario
@@ -125,7 +127,7 @@ class _Worker:
     alive: bool = True
     signalled: bool = False
     exit_code: int | None = None
-    groups: set = field(default_factory=set)  # process groups its current run started, as last seen (_descendant_groups)
+    groups: set = field(default_factory=set)  # process groups its current run started, as last seen (descendant_groups)
 
 
 @dataclass
@@ -191,9 +193,9 @@ class _Pool:
                     return  # _reap kills what is left
             live = [w for w in self.workers if w.alive]
             if time.monotonic() >= next_look:  # what each run has started, should its worker be killed
-                table = _process_table()
+                table = process_table()
                 for worker in live:
-                    worker.groups = _descendant_groups(worker.process.pid, table) if worker.task is not None else set()
+                    worker.groups = descendant_groups(worker.process.pid, table) if worker.task is not None else set()
                 next_look = time.monotonic() + _LOOK_S
             ready = wait([w.conn for w in live] + [w.process.sentinel for w in live], timeout=_POLL_S)
             for worker in live:
@@ -267,7 +269,7 @@ class _Pool:
         worker.alive = False
         worker.exit_code = worker.process.exitcode
         if worker.task is not None:
-            _kill_groups(worker.groups)  # it died mid-run (killed): what its step started must not outlive it
+            kill_groups(worker.groups)  # it died mid-run (killed): what its step started must not outlive it
         if worker.task is not None and worker.task not in self.results:
             scenario, target = self.pairs[worker.task - 1]
             if self.stopping:
@@ -292,7 +294,7 @@ class _Pool:
                 worker.process.join(timeout=max(0.0, self.deadline - time.monotonic()))
         for worker in self.workers:
             if worker.process.is_alive():
-                worker.groups = _descendant_groups(worker.process.pid)
+                worker.groups = descendant_groups(worker.process.pid)
                 worker.process.kill()
                 worker.process.join()
             if worker.alive:
@@ -313,51 +315,6 @@ class _Pool:
             else:
                 results.append(_failed(scenario, target, "not run: every worker process ended before this run"))
         return results
-
-
-def _process_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (parent pid, process group, start time) of every process, from /proc (empty where there is none)."""
-    table = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            table[int(stat.parent.name)] = (int(fields[1]), int(fields[2]), fields[19])
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def _descendant_groups(pid: int, table: dict[int, tuple[int, int, str]] | None = None) -> set[tuple[int, str]]:
-    """The process groups (with their leader's start time) of everything `pid` started, its own group excepted.
-
-    A step's agent runs in a session of its own (harness/isolation/process.py), so it would outlive a worker that
-    was killed: these are what to kill with it.
-    """
-    table = _process_table() if table is None else table
-    children: dict[int, list[int]] = {}
-    for child, (parent, _, _) in table.items():
-        children.setdefault(parent, []).append(child)
-    groups, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            todo.append(child)
-            group = table[child][1]
-            if group != os.getpgrp() and group in table:  # the harness's own group holds the parent and the workers
-                groups.add((group, table[group][2]))
-    return groups
-
-
-def _kill_groups(groups: set[tuple[int, str]]) -> None:
-    """SIGKILL each group whose leader is still the process it was (a pid is not reused under us)."""
-    if not groups:
-        return
-    table = _process_table()
-    for group, started in groups:
-        if group in table and table[group][2] == started:
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
 
 def _lost(scenario: Scenario, target: Target, started: bool) -> RunResult:
