@@ -1,1 +1,1 @@
-"""Scenarios: the model, the file's grammar read section by section, the replies, and the writer."""
+"""Scenarios: the model, the file's grammar read by one reader per section (composed, never inherited), the writer."""

@@ -3,25 +3,29 @@
 A check that judges against something the scenario declares (the caller's text,
 temporary text, a cache-reuse floor) is refused when the declaration is missing,
 so it can never pass for want of anything to look for.
+
+The check names are the grammar's own words, listed here; harness.checks
+implements one check under each (tests/test_scenario_grammar.py keeps the two
+lists equal, order included: the default list runs in this order).
 """
 
 from __future__ import annotations
 
-from harness.scenario.replies import ReplyReader
+from harness.documents.located import LocatedDict, child_path, describe, item_path, unknown_key_error
+from harness.documents.reader import Reader
+from harness.scenario import installed_rules
 from harness.scenario.model import VERDICTS
-from harness.targets import expectation_name_problem
-from harness.documents.located import (
-    LocatedDict,
-    child_path,
-    describe,
-    item_path,
-    unknown_key_error,
-)
 
 APPEND_CHECK = "appended_exactly_once"
 LAUNCH_APPEND_CHECK = "launch_appended_exactly_once"
 TEMPORARY_CHECK = "temporary_text_transient"
 CACHE_CHECK = "cache_reuse"
+LAUNCH_PROMPT_CHECK = "launch_prompt_from_caller"
+CHECK_NAMES = ("identity_stable", APPEND_CHECK, "prefix_stable", "history_preserved", CACHE_CHECK, TEMPORARY_CHECK,
+               LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
+# Judged only where a scenario lists them: they judge the launcher, which most scenarios take as given.
+OPT_IN_CHECKS = (LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
+DEFAULT_CHECKS = tuple(name for name in CHECK_NAMES if name not in OPT_IN_CHECKS)
 NEEDS = {  # what a check judges against, when the scenario must declare it
     APPEND_CHECK: "'append' (the appended system text to look for): add a top-level 'append:'",
     LAUNCH_APPEND_CHECK: "'append' (the caller's text every launch must pass): add a top-level 'append:'",
@@ -30,91 +34,79 @@ NEEDS = {  # what a check judges against, when the scenario must declare it
 }
 
 
-def _check_names() -> tuple[str, ...]:
-    # Imported late: harness.checks may grow imports of this module.
-    from harness.checks import CHECK_NAMES
+class ChecksReader:
+    """Reads `checks:` and `expect:`; errors name ``file``'s path."""
 
-    return tuple(CHECK_NAMES)
+    def __init__(self, file: Reader):
+        self.file = file
 
-
-def _default_check_names() -> tuple[str, ...]:
-    from harness.checks import CHECK_NAMES, OPT_IN_CHECKS
-
-    return tuple(name for name in CHECK_NAMES if name not in OPT_IN_CHECKS)
-
-
-class ChecksReader(ReplyReader):
     def checks(self, doc: LocatedDict, declared: dict[str, bool]) -> tuple[str, ...]:
         """The listed checks; by default every check, less those whose declaration the scenario lacks.
 
         Only 'append' is demanded of a default list: a scenario without the
         caller's text would otherwise test nothing the seeds are about.
         """
-        known = _check_names()
         if "checks" not in doc:
-            if APPEND_CHECK in known and not declared[APPEND_CHECK]:
-                raise self.error(
+            if not declared[APPEND_CHECK]:
+                raise self.file.error(
                     f"the default checks include {APPEND_CHECK!r}, which needs "
                     f"{NEEDS[APPEND_CHECK]}: add a top-level 'append:' "
                     "or list 'checks:' without it",
                     doc.line,
                     "",
                 )
-            return tuple(name for name in _default_check_names() if declared.get(name, True))
+            return tuple(name for name in DEFAULT_CHECKS if declared.get(name, True))
         value = doc["checks"]
-        lst = self.list_(value, doc.key_line("checks"), "checks", "a non-empty list of check names")
+        lst = self.file.list_(value, doc.key_line("checks"), "checks", "a non-empty list of check names")
         seen: dict[str, int] = {}
         for i, name in enumerate(lst):
             where = item_path("checks", i)
             line = lst.item_line(i)
             if not isinstance(name, str):
-                raise self.error(f"expected a check name, got {describe(name)}", line, where)
-            if name not in known:
-                raise unknown_key_error(name, known, self.path, line, where, what="check", listing="known checks")
+                raise self.file.error(f"expected a check name, got {describe(name)}", line, where)
+            if name not in CHECK_NAMES:
+                raise unknown_key_error(name, CHECK_NAMES, self.file.path, line, where, what="check", listing="known checks")
             if name in seen:
-                raise self.error(
+                raise self.file.error(
                     f"duplicate check {name!r} (already {item_path('checks', seen[name])})", line, where
                 )
             seen[name] = i
             if not declared.get(name, True):
-                raise self.error(f"check {name!r} needs {NEEDS[name]}, or leave the check out", line, where)
+                raise self.file.error(f"check {name!r} needs {NEEDS[name]}, or leave the check out", line, where)
         return tuple(lst)
 
     def expect(self, doc: LocatedDict, checks: tuple[str, ...]) -> dict:
         if "expect" not in doc:
             return {}
-        known = _check_names()
-        top = self.mapping(
+        top = self.file.mapping(
             doc["expect"], doc.key_line("expect"), "expect", "a mapping of target name -> {check: pass|fail}"
         )
         result: dict[str, dict[str, str]] = {}
         for target, verdicts in top.items():
             line = top.key_line(target)
             if not isinstance(target, str) or not target.strip():
-                raise self.error(f"expected a target name (a non-empty string) as key, got {describe(target)}", line, "expect")
+                raise self.file.error(f"expected a target name (a non-empty string) as key, got {describe(target)}", line, "expect")
             where = child_path("expect", target)
-            problem = expectation_name_problem(target)
+            problem = installed_rules.target_name_problem(target)
             if problem:
-                raise self.error(problem, line, where)
-            m = self.mapping(verdicts, line, where, "a mapping of check name -> pass|fail")
+                raise self.file.error(problem, line, where)
+            m = self.file.mapping(verdicts, line, where, "a mapping of check name -> pass|fail")
             out: dict[str, str] = {}
             for check, verdict in m.items():
                 check_line = m.key_line(check)
-                if check not in known:
-                    raise unknown_key_error(check, known, self.path, check_line, where, what="check", listing="known checks")
+                if check not in CHECK_NAMES:
+                    raise unknown_key_error(check, CHECK_NAMES, self.file.path, check_line, where, what="check", listing="known checks")
                 check_where = child_path(where, check)
                 if check not in checks:
-                    raise self.error(
+                    raise self.file.error(
                         f"check {check!r} is not among this scenario's checks ({', '.join(checks)})",
                         check_line,
                         check_where,
                     )
                 if verdict not in VERDICTS or not isinstance(verdict, str):
-                    raise self.error(
+                    raise self.file.error(
                         f"expected one of {', '.join(VERDICTS)}, got {describe(verdict)}", check_line, check_where
                     )
                 out[check] = verdict
             result[target] = out
         return result
-
-

@@ -3,7 +3,7 @@
 Every error names the file, the line and the key at fault (exit 2 upstream);
 a scenario that cannot be read is never skipped.
 
-INTERFACE (implemented by load_scenario / load_scenarios below):
+INTERFACE (read by load_scenario / load_scenarios in harness/scenario/reader.py):
 the runner, the fake API script and the checks only ever see these classes.
 """
 
@@ -17,6 +17,8 @@ from typing import Union
 STEP_KINDS = ("launch", "resume", "retry", "compact")
 WORKDIR_KINDS = ("plain", "git")
 VERDICTS = ("pass", "fail")
+# What the fake model says where a scenario scripts no text (harness/fakeapi/script.py answers with it).
+DEFAULT_REPLY = "OK."
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal")
 # What a `fault:` turn can do to the transport of one reply (harness/fakeapi/faults.py says what goes on the wire).
 FAULT_KINDS = ("cut_stream", "reset", "slow_first_byte", "malformed_sse")

@@ -2,6 +2,7 @@
 
 Validated like the rest of a scenario file (file, line, key path in every
 error); kept apart because it is the one part that mirrors the wire format.
+A turn that fails instead of answering is read by harness/scenario/failures.py.
 """
 
 from __future__ import annotations
@@ -9,43 +10,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.errors import InputError
-from harness.fakeapi.formats import anthropic
-from harness.fakeapi.script import DEFAULT_REPLY, blocks_of
+from harness.documents.located import LocatedDict, LocatedList, child_path, describe, item_path, unknown_key_error
+from harness.documents.reader import Reader, quote_hint
+from harness.scenario import installed_rules
+from harness.scenario.failures import FailureReader
 from harness.scenario.model import (
-    FAULT_KINDS,
-    MAX_FAULT_SECONDS,
+    DEFAULT_REPLY,
     STOP_REASONS,
-    ApiError,
     Block,
-    Fault,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Turn,
     Usage,
 )
-from harness.documents.reader import Reader, quote_hint
-from harness.documents.located import LocatedDict, LocatedList, child_path, describe, item_path, unknown_key_error
 
 _CONTENT_KEYS = ("text", "thinking", "tool_use", "content", "usage", "stop_reason")
 _TURN_KEYS = (*_CONTENT_KEYS, "error", "fault")
-_ERROR_KEYS = ("status", "type", "message", "retry_after")
-# The settings of each fault kind besides `kind` (all required).
-_FAULT_SETTINGS = {"cut_stream": ("after_events",), "reset": (), "slow_first_byte": ("seconds",), "malformed_sse": ()}
 _BLOCK_KEYS = ("text", "thinking", "tool_use")
 _TOOL_USE_KEYS = ("name", "input", "id")
-# The provider's own error type for each status, so an agent's error handling sees what it would in the field.
-_DEFAULT_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -54,49 +37,53 @@ _USAGE_KEYS = (
 )
 
 
-class ReplyReader(Reader):
+class ReplyReader:
+    """Reads `reply:` values and `usage:` mappings; errors name ``file``'s path."""
+
+    def __init__(self, file: Reader, failures: FailureReader):
+        self.file = file
+        self.failures = failures
+
     def usage(self, value: Any, line: int | None, where: str) -> Usage:
-        m = self.mapping(value, line, where, f"a mapping of token counts ({', '.join(_USAGE_KEYS)})")
-        self.known_keys(m, _USAGE_KEYS, where)
+        m = self.file.mapping(value, line, where, f"a mapping of token counts ({', '.join(_USAGE_KEYS)})")
+        self.file.known_keys(m, _USAGE_KEYS, where)
         counts = {}
         for key, count in m.items():
             key_where = child_path(where, key)
             if isinstance(count, bool) or not isinstance(count, int):
-                raise self.error(f"expected a non-negative integer, got {describe(count)}", m.key_line(key), key_where)
+                raise self.file.error(f"expected a non-negative integer, got {describe(count)}", m.key_line(key), key_where)
             if count < 0:
-                raise self.error(f"expected a non-negative integer, got {count}", m.key_line(key), key_where)
+                raise self.file.error(f"expected a non-negative integer, got {count}", m.key_line(key), key_where)
             counts[key] = int(count)
         return Usage(**counts)
-
-    # ------------------------------------------------------------------ replies
 
     def reply(self, value: Any, line: int | None, where: str) -> tuple[Turn, ...]:
         if isinstance(value, str):
             return (Turn(blocks=(TextBlock(value),)),)
         if not isinstance(value, LocatedList):
-            raise self.error(
+            raise self.file.error(
                 f"expected a string or a non-empty list of turns, got {describe(value)}{quote_hint(value)}",
                 line,
                 where,
             )
         if not value:
-            raise self.error("expected a string or a non-empty list of turns, got an empty list", line, where)
+            raise self.file.error("expected a string or a non-empty list of turns, got an empty list", line, where)
         return tuple(self.turn(value[i], value.item_line(i), item_path(where, i)) for i in range(len(value)))
 
     def turn(self, value: Any, line: int | None, where: str) -> Turn:
         if isinstance(value, str):
             return Turn(blocks=(TextBlock(value),))
         if not isinstance(value, LocatedDict):
-            raise self.error(
+            raise self.file.error(
                 "expected a turn: a string or a mapping with keys among "
                 f"{', '.join(_TURN_KEYS)}; got {describe(value)}{quote_hint(value)}",
                 line,
                 where,
             )
         m = value
-        self.known_keys(m, _TURN_KEYS, where)
+        self.file.known_keys(m, _TURN_KEYS, where)
         if "error" in m and "fault" in m:
-            raise self.error(
+            raise self.file.error(
                 "a turn has 'error' (an HTTP error reply) or 'fault' (a broken transport), not both",
                 m.key_line("fault"),
                 where,
@@ -114,7 +101,7 @@ class ReplyReader(Reader):
         if "content" in m:
             mixed = [k for k in ("text", "thinking", "tool_use") if k in m]
             if mixed:
-                raise self.error(
+                raise self.file.error(
                     f"'content' cannot be combined with {', '.join(repr(k) for k in mixed)}: "
                     "put every block in 'content', or use the shorthand keys without 'content'",
                     m.key_line("content"),
@@ -123,19 +110,19 @@ class ReplyReader(Reader):
             content_where = child_path(where, "content")
             content = m["content"]
             if not isinstance(content, LocatedList):
-                raise self.error(f"expected a list of content blocks, got {describe(content)}", m.key_line("content"), content_where)
+                raise self.file.error(f"expected a list of content blocks, got {describe(content)}", m.key_line("content"), content_where)
             for i in range(len(content)):
                 blocks.append(self.block(content[i], content.item_line(i), item_path(content_where, i)))
         else:
             if "thinking" in m:
                 blocks.append(self.thinking(m["thinking"], m.key_line("thinking"), child_path(where, "thinking")))
             if "text" in m:
-                blocks.append(TextBlock(self.string(m["text"], m.key_line("text"), child_path(where, "text"))))
+                blocks.append(TextBlock(self.file.string(m["text"], m.key_line("text"), child_path(where, "text"))))
             if "tool_use" in m:
                 blocks.append(self.tool_use(m["tool_use"], m.key_line("tool_use"), child_path(where, "tool_use")))
         if not blocks:
             at = m.key_line("content") if "content" in m else m.line
-            raise self.error(
+            raise self.file.error(
                 "a turn needs at least one block: give text, thinking or tool_use, or a non-empty content list",
                 at,
                 where,
@@ -146,9 +133,9 @@ class ReplyReader(Reader):
         stop_reason = None
         if "stop_reason" in m:
             sr_where = child_path(where, "stop_reason")
-            stop_reason = self.string(m["stop_reason"], m.key_line("stop_reason"), sr_where)
+            stop_reason = self.file.string(m["stop_reason"], m.key_line("stop_reason"), sr_where)
             if stop_reason not in STOP_REASONS:
-                raise self.error(
+                raise self.file.error(
                     f"expected one of {', '.join(STOP_REASONS)}, got {stop_reason!r}", m.key_line("stop_reason"), sr_where
                 )
         return tuple(blocks), usage, stop_reason
@@ -160,11 +147,11 @@ class ReplyReader(Reader):
         complete reply, so the scenario must say what it is; a reset sends nothing, so it takes no content.
         """
         fault_where = child_path(where, "fault")
-        fault = self.fault(m["fault"], m.key_line("fault"), fault_where)
+        fault = self.failures.fault(m["fault"], m.key_line("fault"), fault_where)
         given = [k for k in m if k != "fault"]
         if fault.kind == "reset":
             if given:
-                raise self.error(
+                raise self.file.error(
                     f"a reset fault sends no byte of a reply: {', '.join(repr(k) for k in given)} would never be sent",
                     m.key_line(given[0]),
                     where,
@@ -172,7 +159,7 @@ class ReplyReader(Reader):
             return Turn(blocks=(), fault=fault)
         if not given:
             if fault.kind == "slow_first_byte":
-                raise self.error(
+                raise self.file.error(
                     "a slow_first_byte fault delivers a complete reply after its delay: give it text, thinking, "
                     "tool_use or content beside 'fault'",
                     m.line,
@@ -183,9 +170,9 @@ class ReplyReader(Reader):
         else:
             blocks, usage, stop_reason = self.content(m, where)
         if fault.kind == "cut_stream":
-            events = anthropic.stream_event_names(blocks_of(Turn(blocks=blocks)))
+            events = installed_rules.streamed_event_names(blocks)
             if fault.after_events > len(events):
-                raise self.error(
+                raise self.file.error(
                     f"expected at most {len(events)}: this turn streams {len(events)} events "
                     f"({', '.join(events)}), got {fault.after_events}",
                     m["fault"].key_line("after_events"),
@@ -193,121 +180,50 @@ class ReplyReader(Reader):
                 )
         return Turn(blocks=blocks, usage=usage, stop_reason=stop_reason, fault=fault)
 
-    def fault(self, value: Any, line: int | None, where: str) -> Fault:
-        kinds = ", ".join(FAULT_KINDS)
-        if isinstance(value, str) and value in FAULT_KINDS:
-            raise self.error(
-                f"expected a mapping with 'kind' ({kinds}), got {describe(value)}; write '{{kind: {value}}}'", line, where
-            )
-        f = self.mapping(value, line, where, f"a mapping with 'kind' ({kinds}) and the kind's settings")
-        kind_value = self.require(f, "kind", where)
-        kind_where = child_path(where, "kind")
-        if not isinstance(kind_value, str):
-            raise self.error(f"expected a fault kind ({kinds}), got {describe(kind_value)}", f.key_line("kind"), kind_where)
-        if kind_value not in FAULT_KINDS:
-            raise unknown_key_error(
-                kind_value, FAULT_KINDS, self.path, f.key_line("kind"), kind_where, what="fault kind", listing="known kinds"
-            )
-        kind = kind_value
-        settings = _FAULT_SETTINGS[kind]
-        for key in f:
-            if key == "kind" or key in settings:
-                continue
-            if any(key in other for other in _FAULT_SETTINGS.values()):
-                takes = ", ".join(("kind", *settings))
-                raise self.error(f"{key!r} is not a setting of a {kind} fault (it takes: {takes})", f.key_line(key), where)
-            raise unknown_key_error(key, ("kind", *settings), self.path, f.key_line(key), where)
-        for key in settings:
-            self.require(f, key, where)
-        if kind == "cut_stream":
-            n = f["after_events"]
-            n_where = child_path(where, "after_events")
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise self.error(
-                    f"expected a positive integer (events sent before the cut), got {describe(n)}",
-                    f.key_line("after_events"),
-                    n_where,
-                )
-            return Fault(kind, after_events=int(n))
-        if kind == "slow_first_byte":
-            seconds = self.positive_number(f["seconds"], f.key_line("seconds"), child_path(where, "seconds"))
-            if seconds > MAX_FAULT_SECONDS:
-                raise self.error(
-                    f"expected at most {MAX_FAULT_SECONDS:g} seconds, got {seconds:g}",
-                    f.key_line("seconds"),
-                    child_path(where, "seconds"),
-                )
-            return Fault(kind, seconds=seconds)
-        return Fault(kind)
-
     def error_turn(self, m: LocatedDict, where: str) -> Turn:
         """A turn `error: {status, type, message, retry_after}`: the fake API answers this one request with an HTTP error."""
         others = [k for k in m if k != "error"]
         if others:
-            raise self.error(
+            raise self.file.error(
                 f"'error' cannot be combined with {', '.join(repr(k) for k in others)}: an error reply has no content",
                 m.key_line(others[0]),
                 where,
             )
-        return Turn(blocks=(), error=self.api_error(m["error"], m.key_line("error"), child_path(where, "error")))
-
-    def api_error(self, value: Any, line: int | None, where: str) -> ApiError:
-        e = self.mapping(value, line, where, "a mapping with status, type, message")
-        for key in e:
-            if key not in _ERROR_KEYS:
-                message = unknown_key_error(key, _ERROR_KEYS, self.path, e.key_line(key), where).message
-                # the error shape's own keys first, then the header's
-                message = message.replace("message, retry_after, status, type", "message, status, type, retry_after")
-                raise InputError(message, self.path, e.key_line(key))
-        status = self.require(e, "status", where)
-        status_where = child_path(where, "status")
-        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
-            raise self.error(f"expected an HTTP error status (400-599), got {describe(status)}", e.key_line("status"), status_where)
-        kind = self.optional_string(e, "type", where, non_empty=True) or _DEFAULT_ERROR_TYPES.get(status, "api_error")
-        message = self.optional_string(e, "message", where, non_empty=True) or f"scripted error {status} from the harness"
-        retry_after = None
-        if "retry_after" in e:
-            value, ra_where = e["retry_after"], child_path(where, "retry_after")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise self.error(
-                    f"expected a non-negative number of seconds, got {describe(value)}", e.key_line("retry_after"), ra_where
-                )
-            retry_after = value if isinstance(value, float) else int(value)
-        return ApiError(int(status), kind, message, retry_after)
+        return Turn(blocks=(), error=self.failures.api_error(m["error"], m.key_line("error"), child_path(where, "error")))
 
     def block(self, value: Any, line: int | None, where: str) -> Block:
         expected = "a content block: a mapping with one key, text, thinking or tool_use"
         if isinstance(value, str):
-            raise self.error(f"expected {expected}; got {describe(value)} (write 'text: ...')", line, where)
-        m = self.mapping(value, line, where, expected)
+            raise self.file.error(f"expected {expected}; got {describe(value)} (write 'text: ...')", line, where)
+        m = self.file.mapping(value, line, where, expected)
         if len(m) != 1:
             got = "an empty mapping" if not m else "keys " + ", ".join(repr(k) for k in m)
-            raise self.error(f"expected {expected}; got {got}", line, where)
+            raise self.file.error(f"expected {expected}; got {got}", line, where)
         (key,) = m
         if key not in _BLOCK_KEYS:
-            raise unknown_key_error(key, _BLOCK_KEYS, self.path, m.key_line(key), where)
+            raise unknown_key_error(key, _BLOCK_KEYS, self.file.path, m.key_line(key), where)
         key_where = child_path(where, key)
         if key == "text":
-            return TextBlock(self.string(m[key], m.key_line(key), key_where))
+            return TextBlock(self.file.string(m[key], m.key_line(key), key_where))
         if key == "thinking":
             return self.thinking(m[key], m.key_line(key), key_where)
         return self.tool_use(m[key], m.key_line(key), key_where)
 
     def thinking(self, value: Any, line: int | None, where: str) -> ThinkingBlock:
-        return ThinkingBlock(thinking=self.string(value, line, where), signature=None)
+        return ThinkingBlock(thinking=self.file.string(value, line, where), signature=None)
 
     def tool_use(self, value: Any, line: int | None, where: str) -> ToolUseBlock:
-        m = self.mapping(value, line, where, "a mapping with 'name' and optionally 'input' and 'id'")
-        self.known_keys(m, _TOOL_USE_KEYS, where)
-        name = self.string(self.require(m, "name", where), m.key_line("name"), child_path(where, "name"), non_empty=True)
+        m = self.file.mapping(value, line, where, "a mapping with 'name' and optionally 'input' and 'id'")
+        self.file.known_keys(m, _TOOL_USE_KEYS, where)
+        name = self.file.string(self.file.require(m, "name", where), m.key_line("name"), child_path(where, "name"), non_empty=True)
         tool_input: dict = {}
         if "input" in m:
             input_where = child_path(where, "input")
             raw = m["input"]
             if not isinstance(raw, LocatedDict):
-                raise self.error(f"expected a mapping of tool arguments, got {describe(raw)}", m.key_line("input"), input_where)
+                raise self.file.error(f"expected a mapping of tool arguments, got {describe(raw)}", m.key_line("input"), input_where)
             tool_input = self.json_value(raw, m.key_line("input"), input_where, set())
-        tool_id = self.optional_string(m, "id", where, non_empty=True)
+        tool_id = self.file.optional_string(m, "id", where, non_empty=True)
         return ToolUseBlock(name=name, input=tool_input, id=tool_id)
 
     def json_value(self, value: Any, line: int | None, where: str, active: set[int]) -> Any:
@@ -318,11 +234,11 @@ class ReplyReader(Reader):
             return int(value)
         if isinstance(value, float):
             if not math.isfinite(value):
-                raise self.error(f"expected a finite number (JSON has no {value}), got {value}", line, where)
+                raise self.file.error(f"expected a finite number (JSON has no {value}), got {value}", line, where)
             return value
         if isinstance(value, (dict, list)):
             if id(value) in active:
-                raise self.error("a value contains itself (recursive YAML alias)", line, where)
+                raise self.file.error("a value contains itself (recursive YAML alias)", line, where)
             active.add(id(value))
             try:
                 if isinstance(value, dict):
@@ -330,7 +246,7 @@ class ReplyReader(Reader):
                     for key, item in value.items():
                         key_line = value.key_line(key) if isinstance(value, LocatedDict) else line
                         if not isinstance(key, str):
-                            raise self.error(
+                            raise self.file.error(
                                 f"JSON object keys must be strings, got {describe(key)}{quote_hint(key)}", key_line, where
                             )
                         out[key] = self.json_value(item, key_line, child_path(where, key), active)
@@ -342,7 +258,7 @@ class ReplyReader(Reader):
                 return out_list
             finally:
                 active.discard(id(value))
-        raise self.error(
+        raise self.file.error(
             f"expected JSON data (string, number, boolean, null, list or mapping), got {describe(value)}{quote_hint(value)}",
             line,
             where,
