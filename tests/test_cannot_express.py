@@ -9,7 +9,7 @@ from harness.report import console, junit
 from harness.report.wording import counts, outcome
 from harness.results import CANNOT_EXPRESS, PASS
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target
 
 COMPACTING = """
@@ -37,7 +37,7 @@ def headless_reference():
 
 def test_a_scenario_the_target_cannot_express_is_not_run_and_says_why(tmp_path):
     journal = tmp_path / "journal.jsonl"
-    result = run_scenario(parse_scenario(COMPACTING, "compacting.yaml"), headless_reference(), journal)
+    result = run_scenario(scenario_from_text(COMPACTING, "compacting.yaml"), headless_reference(), journal)
     assert result.status == CANNOT_EXPRESS and result.steps == [] and not journal.exists()
     assert result.cannot_express == f"step 2 (compact): {REASON}"
     assert {c.verdict for c in result.checks} == {CANNOT_EXPRESS} and result.checks
@@ -52,6 +52,6 @@ def test_a_scenario_the_target_cannot_express_is_not_run_and_says_why(tmp_path):
 
 
 def test_the_same_target_runs_what_it_can_express(tmp_path):
-    result = run_scenario(parse_scenario(TWO_TURNS, "two-turns.yaml"), headless_reference(), tmp_path / "j.jsonl")
+    result = run_scenario(scenario_from_text(TWO_TURNS, "two-turns.yaml"), headless_reference(), tmp_path / "j.jsonl")
     assert result.status == PASS and len(result.steps) == 2
 

@@ -34,7 +34,7 @@ from harness.report.html import render_comparison, write_comparison
 from harness.report.html_diffview import diff_view
 from harness.report.html_text import Span, marked
 from harness.results import CheckResult
-from harness.scenario.reader import load_scenarios, parse_scenario
+from harness.scenario.reader import load_scenarios, scenario_from_text
 from harness.targets import resolve_target
 from harness.targets.base import SessionIdSource, Target
 
@@ -89,7 +89,7 @@ class Comparisons:
                 "long": ([long_append_scenario()], "reference", "reference:timestamp-in-prefix"),
                 "error": ([THREE_STEPS], str(AGENTS / "good.yaml"), str(AGENTS / "crash.yaml")),
             }[name]
-            loaded = [load_scenarios([s])[0] if isinstance(s, Path) else parse_scenario(s) for s in scenarios]
+            loaded = [load_scenarios([s])[0] if isinstance(s, Path) else scenario_from_text(s) for s in scenarios]
             journal = self.tmp_path_factory.mktemp(f"journal-{name}")
             self.made[name] = compare(loaded, resolve_target(baseline)[0], resolve_target(candidate)[0], journal)
         return self.made[name]
@@ -428,7 +428,7 @@ def test_long_prefix_shows_a_window_and_the_full_text_folded(comparisons):
 # --------------------------------------------------------------------------- synthetic journals: the rarer shapes
 
 
-SYNTHETIC = parse_scenario('name: synthetic\nappend: "APPENDED RULES"\nsteps:\n  - launch: {prompt: "a", reply: "1"}\n'
+SYNTHETIC = scenario_from_text('name: synthetic\nappend: "APPENDED RULES"\nsteps:\n  - launch: {prompt: "a", reply: "1"}\n'
                            '  - resume: {prompt: "b", reply: "2"}\n')
 TARGET = Target("synthetic-agent", {}, SessionIdSource("stdout_json", "session_id"))
 
