@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.differential import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, UNCHANGED_PASS, classify, compare
+from harness.results import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, UNCHANGED_PASS, classify
+from harness.run.differential import compare
 from harness.scenario.reader import load_scenario, parse_scenario
 from harness.targets import resolve_target
 

@@ -29,11 +29,13 @@ from harness.checks import prefix
 from harness.checks.context import CheckContext
 from harness.checks.identity import identity_of
 from harness.checks.prefix import system_prefix
-from harness.run.differential import Comparison, compare
+from harness.journal.requests import read_journal
+from harness.run.differential import compare
 from harness.report.html import render_comparison, write_comparison
 from harness.report.html_diffview import diff_view
 from harness.report.html_text import Span, marked
-from harness.results import CheckResult
+from harness.checks import run_check
+from harness.results import CheckResult, Comparison
 from harness.scenario.reader import load_scenarios, scenario_from_text
 from harness.targets import resolve_target
 from harness.targets.base import SessionIdSource, Target
@@ -201,6 +203,11 @@ def check_result(comparison: Comparison, side: str, check: str, scenario: int = 
     return next(c for c in getattr(comparison.scenarios[scenario], side).checks if c.check == check)
 
 
+def journal(sd, side: str = "candidate") -> list:
+    """The side's request journal as the run wrote it."""
+    return read_journal(Path(getattr(sd, side).journal))
+
+
 def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
@@ -330,8 +337,8 @@ def test_first_diff_mark_sits_at_the_offset_prefix_stable_reports(comparisons):
     for index, sd in enumerate(comparison.scenarios):
         result = check_result(comparison, "candidate", "prefix_stable", index)
         offset = result.evidence["offset"]
-        first = next(e for e in sd.candidate_exchanges if e.klass == "main")
-        pointed = next(e for e in sd.candidate_exchanges if e.seq == result.request)
+        first = next(e for e in journal(sd) if e.klass == "main")
+        pointed = next(e for e in journal(sd) if e.seq == result.request)
         diff_view = view(doc, "prefix_stable", "candidate", sd.scenario.name)
         assert f"offset {offset}" in diff_view.find("p", cls="diff-summary").text()
         assert diff_view.find("pre", cls="message").text() == result.message
@@ -383,11 +390,11 @@ def test_identity_flip_is_marked_with_the_first_diff_inside_it(comparisons):
     comparison = comparisons["identity"]
     sd = comparison.scenarios[0]
     result = check_result(comparison, "candidate", "identity_stable")
-    context = CheckContext(tuple(sd.candidate_exchanges), sd.scenario.append, comparison.candidate.identity_pattern)
+    context = CheckContext(tuple(journal(sd)), sd.scenario.append, re.compile(comparison.candidate.identity_regex))
     diff_view = view(dom(comparison), "identity_stable", "candidate")
     identities = []
     for role, seq in (("left", context.main_requests[0].seq), ("right", result.request)):
-        exchange = next(e for e in sd.candidate_exchanges if e.seq == seq)
+        exchange = next(e for e in journal(sd) if e.seq == seq)
         panel = diff_view.find("div", cls=role)
         (mark,) = panel.find_all("mark", cls="identity")
         assert mark.text() == identity_of(exchange, context)
@@ -411,7 +418,7 @@ def test_long_prefix_shows_a_window_and_the_full_text_folded(comparisons):
     sd = comparison.scenarios[0]
     result = check_result(comparison, "candidate", "prefix_stable")
     offset = result.evidence["offset"]
-    pointed = next(e for e in sd.candidate_exchanges if e.seq == result.request)
+    pointed = next(e for e in journal(sd) if e.seq == result.request)
     panel = view(dom(comparison), "prefix_stable", "candidate").find("div", cls="right")
     window = panel.find("div", cls="window")
     full = panel.find("details").find("div", cls="bytes")
@@ -436,9 +443,9 @@ TARGET = Target("synthetic-agent", {}, SessionIdSource("stdout_json", "session_i
 def synthetic_view(first_blocks, second_blocks, tools=(None, None)) -> tuple[Node, CheckResult]:
     journal = [exchange(1, 1, first_blocks, [user("a")], tools=tools[0]),
                exchange(2, 2, second_blocks, [user("a"), assistant("1"), user("b")], tools=tools[1])]
-    result = prefix.check(CheckContext(tuple(journal), SYNTHETIC.append, TARGET.identity_pattern))
+    result = run_check(prefix.NAME, CheckContext(tuple(journal), SYNTHETIC.append, TARGET.identity_pattern))
     assert result.verdict == "fail"
-    html = diff_view(SYNTHETIC, "candidate", TARGET, journal, result, "v")
+    html = diff_view(SYNTHETIC.name, "candidate", TARGET.name, result, "v")
     return Tree(html).root.find("section", cls="diff-view"), result
 
 
@@ -644,7 +651,7 @@ def test_report_in_headless_chromium_offline(comparisons, tmp_path, monkeypatch)
             "r.setStart(box, 0); r.setEndBefore(m);"
             "return [new TextEncoder().encode(r.toString()).length, Number(box.dataset.startByte), m.textContent];", mark)
         assert start + before == result.evidence["offset"]
-        pointed = next(e for e in comparison.scenarios[0].candidate_exchanges if e.seq == result.request)
+        pointed = next(e for e in journal(comparison.scenarios[0]) if e.seq == result.request)
         assert marked.encode("utf-8") == system_prefix(pointed)[before:before + 1]
 
         screenshot = tmp_path / "report.png"

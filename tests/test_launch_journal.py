@@ -8,6 +8,7 @@ API on 127.0.0.1.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import urllib.request
 from dataclasses import replace
@@ -238,11 +239,12 @@ def test_reports_show_both_vantage_points_side_by_side(tmp_path):
 
 
 def test_the_merge_gate_sees_a_launcher_regression_at_the_step_it_starts(tmp_path):
-    from harness.run.differential import REGRESSION, compare
+    from harness.results import REGRESSION
+    from harness.run.differential import compare
 
     comparison = compare([parse_scenario(SCENARIO)], reference_with(), reference_with(resume_tail=()), tmp_path)
     [sd] = comparison.scenarios
-    assert [launch.step for launch in sd.candidate_launches] == [1, 2]
+    assert [launch.step for launch in read_launches(launch_journal_path(Path(sd.candidate.journal)))] == [1, 2]
     cell = sd.first_change(APPENDED)
     assert (cell.step, cell.change, cell.baseline, cell.candidate) == (2, REGRESSION, "pass", "fail")
     assert sd.final("appended_exactly_once").change == "unchanged-pass"  # the model never noticed

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.differential import UNCHANGED_PASS
+from harness.results import UNCHANGED_PASS
 from harness.errors import InputError
 from harness.journal.launches import read_launches
 from harness.run.runner import run_scenario

@@ -6,7 +6,8 @@ from typing import Callable
 
 from harness.checks import appended, cache, history, identity, launches, prefix, temporary
 from harness.checks.context import CheckContext
-from harness.results import CheckResult
+from harness.checks.request_pair import request_pair
+from harness.results import FAIL, CheckResult
 
 CHECKS: dict[str, Callable[[CheckContext], CheckResult]] = {
     identity.NAME: identity.check,
@@ -26,4 +27,8 @@ __all__ = ["CHECKS", "CHECK_NAMES", "CheckContext", "run_check"]
 
 
 def run_check(name: str, context: CheckContext) -> CheckResult:
-    return CHECKS[name](context)
+    """The verdict; a failing one carries its requests as the checks see them, for the report to show."""
+    result = CHECKS[name](context)
+    if result.verdict == FAIL:
+        result.request_pair = request_pair(context, result)
+    return result

@@ -10,9 +10,9 @@ from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series, where
 from harness.journal.exchange import Exchange
 from harness.journal.conversation import message_text
-from harness.results import ERROR, FAIL, PASS, CheckResult
+from harness.results import APPENDED_IN_REQUESTS, ERROR, FAIL, PASS, CheckResult
 
-NAME = "appended_exactly_once"
+NAME = APPENDED_IN_REQUESTS
 
 
 def count_in_instructions(exchange: Exchange, text: str) -> int:

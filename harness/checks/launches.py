@@ -16,9 +16,9 @@ from __future__ import annotations
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series
 from harness.journal.launches import Launch
-from harness.results import ERROR, FAIL, PASS, CheckResult
+from harness.results import APPENDED_IN_LAUNCHES, ERROR, FAIL, PASS, CheckResult
 
-APPENDED = "launch_appended_exactly_once"
+APPENDED = APPENDED_IN_LAUNCHES
 FROM_CALLER = "launch_prompt_from_caller"
 NAMES = (APPENDED, FROM_CALLER)
 

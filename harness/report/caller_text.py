@@ -7,10 +7,10 @@ from the two checks' evidence only: the report says what the verdicts saw.
 
 from __future__ import annotations
 
-from harness.checks.launches import APPENDED as LAUNCH_CHECK
+from harness.results import APPENDED_IN_LAUNCHES as LAUNCH_CHECK
+from harness.results import APPENDED_IN_REQUESTS as REQUEST_CHECK
 from harness.results import RunResult
 
-REQUEST_CHECK = "appended_exactly_once"
 HEADER = ("step", "launch passed it", "requests carried it")
 
 

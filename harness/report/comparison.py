@@ -12,11 +12,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.run.differential import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, Cell, Comparison, ScenarioDiff
 from harness.redaction import redact, redact_json, redact_xml
 from harness.report import files
 from harness.report.wording import explain, indent
-from harness.results import CheckResult, RunResult
+from harness.results import (
+    CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, Cell, CheckResult, Comparison, RunResult, ScenarioDiff,
+)
 
 _MARK = {REGRESSION: "✗", CHANGE_ERROR: "!", FIX: "✓", UNCHANGED_FAIL: "·"}
 

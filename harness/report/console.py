@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Protocol, Sequence, TextIO
 
 from harness.redaction import redact
 from harness.report.wording import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
 from harness.results import RunResult, StepResult
-from harness.scenario.model import Scenario
-from harness.targets.base import Target
+
+
+# What the progress lines read of the scenario and target run/runner.py's Progress hands over, named by shape:
+# a report imports neither package.
+class _Target(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Scenario(_Target, Protocol):
+    @property
+    def steps(self) -> Sequence[object]: ...
 
 
 class ConsoleProgress:
@@ -27,13 +37,13 @@ class ConsoleProgress:
         self.stream.write(redact(text) + "\n")
         self.stream.flush()
 
-    def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None:
+    def run_started(self, scenario: _Scenario, target: _Target, number: int, total: int) -> None:
         width = len(str(total))
         tag = f"[{number:>{width}}/{total}]"
         self._tags[(scenario.name, target.name)] = tag
         self._say(f"{tag} {scenario.name} · {target.name}  ({len(scenario.steps)} steps)")
 
-    def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
+    def step_finished(self, scenario: _Scenario, target: _Target, step: StepResult) -> None:
         line = "      " + step_line(step, len(scenario.steps))
         if step.error:
             line += f"\n      ✗ {step.error}"

@@ -18,16 +18,11 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.run.differential import CHANGES, Comparison, ScenarioDiff, judged_as_of
-from harness.journal.exchange import Exchange
 from harness.report import files
 from harness.report.html_diffview import diff_view
 from harness.report.html_style import CSS
 from harness.report.html_text import attr, esc
-from harness.results import FAIL, CheckResult, RunResult
-from harness.targets.base import Target
-
-SIDES = ("baseline", "candidate")
+from harness.results import CHANGES, FAIL, SIDES, Comparison, RunResult, ScenarioDiff, TargetOutline
 CHANGE_LABELS = {
     "regression": "regression: the baseline passes, the candidate fails",
     "error": "error: a run did not complete that far",
@@ -73,7 +68,7 @@ def _anchors(comparison: Comparison) -> list[str]:
             for i, sd in enumerate(comparison.scenarios)]
 
 
-def _target_line(target: Target) -> str:
+def _target_line(target: TargetOutline) -> str:
     where = f" <span class=\"muted\">({esc(target.source)})</span>" if target.source else ""
     return f"<code>{esc(target.name)}</code>{where} <span class=\"muted\">identity /{esc(target.identity_regex)}/</span>"
 
@@ -181,7 +176,7 @@ def _steps_table(sd: ScenarioDiff) -> str:
     return f'<table class="scenario-steps"><thead><tr><th>step</th><th>kind</th><th>prompt</th></tr></thead><tbody>{rows}</tbody></table>'
 
 
-def _timeline(sd: ScenarioDiff, side: str, target: Target) -> str:
+def _timeline(sd: ScenarioDiff, side: str, target: TargetOutline) -> str:
     result: RunResult = getattr(sd, side)
     by_index = {s.index: s for s in result.steps}
     head = (f'<h3>{esc(side)} <code>{esc(target.name)}</code>: run <span class="status-{attr(result.status)}">'
@@ -238,29 +233,15 @@ def _cells_table(sd: ScenarioDiff) -> str:
             f'<table class="step-cells"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _check_result(sd: ScenarioDiff, side: str, target: Target, check: str, verdict: str) -> CheckResult | None:
-    """The side's verdict with its evidence: the run's own, or re-judged as the final cell was when they disagree."""
-    result: RunResult = getattr(sd, side)
-    own = next((c for c in result.checks if c.check == check), None)
-    if own is not None and own.verdict == verdict:
-        return own
-    exchanges: list[Exchange] = getattr(sd, f"{side}_exchanges")
-    launches = getattr(sd, f"{side}_launches")
-    rejudged = next((r for r in judged_as_of(sd.scenario, sd.scenario.steps[-1].index, exchanges, target, launches)
-                     if r.check == check), None)
-    return rejudged if rejudged is not None and rejudged.verdict == verdict else own
-
-
 def _check_section(comparison: Comparison, sd: ScenarioDiff, check: str, anchor: str) -> str:
     final = sd.final(check)
     targets = dict(zip(SIDES, (comparison.baseline, comparison.candidate)))
-    results = {side: _check_result(sd, side, targets[side], check, getattr(final, side)) for side in SIDES}
+    results = {side: sd.evidence(side, check) for side in SIDES}
     parts = [f'<div class="check" data-check="{attr(check)}" data-change="{final.change}">',
              (f'<h3>{esc(check)}: baseline {esc(final.baseline)}, candidate {esc(final.candidate)} '
               f'<span class="c-{final.change}">{esc(final.change)}</span></h3>'),
              '<div class="messages">']
-    views = {side: diff_view(sd.scenario, side, targets[side], getattr(sd, f"{side}_exchanges"), results[side],
-                             f"{anchor}-{check}-{side}")
+    views = {side: diff_view(sd.scenario.name, side, targets[side].name, results[side], f"{anchor}-{check}-{side}")
              for side in SIDES if getattr(final, side) == FAIL and results[side] is not None}
     for side in SIDES:
         if side in views:

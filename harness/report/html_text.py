@@ -90,19 +90,6 @@ class Span:
         return f'<mark class="{attr(self.cls)}"{extra}>'
 
 
-def find_all(text: str, needle: str) -> list[tuple[int, int]]:
-    """Non-overlapping occurrences, left to right: the ones str.count counts."""
-    if not needle:
-        return []
-    found, start = [], 0
-    while True:
-        index = text.find(needle, start)
-        if index < 0:
-            return found
-        found.append((index, index + len(needle)))
-        start = index + len(needle)
-
-
 def marked(text: str, spans: list[Span]) -> str:
     """The escaped text with every span wrapped in its <mark>."""
     spans = [s for s in spans if 0 <= s.start <= s.end <= len(text)]
