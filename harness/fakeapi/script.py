@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from harness.scenario.model import ApiError, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
+# DEFAULT_REPLY: what the model says where nothing is scripted; the scenario's (its grammar gives it to fault turns).
+from harness.scenario.model import DEFAULT_REPLY, ApiError, Step, TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 
-DEFAULT_REPLY = "OK."
 SIDE_REPLY = "OK."
 
 
