@@ -33,11 +33,6 @@ def install_streamed_events(rule: StreamedEvents) -> None:
     _installed["streamed_events"] = rule
 
 
-def installed(kind: str) -> Callable | None:
-    """The rule a package installed ("target_name" or "streamed_events"), or None."""
-    return _installed.get(kind)
-
-
 def target_name_problem(name: str) -> str | None:
     """Why an `expect:` key names a built-in target that cannot exist (it would never apply), or None."""
     return _installed_or_imported("target_name")(name)
