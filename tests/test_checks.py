@@ -10,7 +10,8 @@ from builders import (
     assistant, compaction, context, conversation, exchange, system, user,
 )
 
-from harness.checks import appended, history, identity, prefix
+from harness.checks import appended, history, identity, prefix, run_check
+from harness.checks.prefix import system_prefix
 from harness.checks.evidence import first_difference
 from harness.journal.exchange import SIDE
 
@@ -243,3 +244,29 @@ def test_a_summary_carried_in_the_system_prompt_is_carried_and_said_so():
     result = history.check(context(first, squash, in_system))
     assert result.verdict == "pass" and "summary rides in the system prompt at request(s) #3" in result.message
     assert history.check(context(first, squash, elsewhere)).verdict == "fail"
+
+
+# ----------------------------------------------------------------- a failing verdict's requests (report.html's evidence)
+
+
+def test_a_failing_verdict_carries_its_requests_marked_as_the_checks_read_them():
+    billing = {"text": "x-anthropic-billing-header: APPENDED RULES", "cache_control": None, "cache_key": False}
+    first = exchange(1, 1, [billing, *system("Preamble.", "You are Agent X.\nAPPENDED RULES")], [user("a")])
+    moved = exchange(2, 2, [billing, *system("Preamble!", "You are Agent X.")], [user("a"), assistant("1"), user("b")])
+    result = run_check(prefix.NAME, context(first, moved))
+    assert result.verdict == "fail"
+    pair = result.request_pair
+    assert (pair.first.seq, pair.pointed.seq) == (1, 2) and pair.pointed.where == "step 2 (resume), request #2"
+    assert pair.prefix_difference.offset == result.evidence["offset"] == len("Preamble")
+    left = pair.first
+    assert left.prefix.text == system_prefix(first).decode() and left.prefix_blocks == (1, 2)
+    identity_mark = next(m for m in left.prefix.marks if m.kind == "identity")
+    assert left.prefix.text[identity_mark.start:identity_mark.end] == left.identity == "You are Agent X."
+    assert (left.appended, left.appended_in_prefix) == (2, 1)  # once in the prefix, once in the metadata block
+    assert [(b.index, b.why) for b in left.outside] == [(0, "metadata, outside the cache key")]
+    assert [b.shown.text[m.start:m.end] for b in left.outside for m in b.shown.marks] == ["APPENDED RULES"]
+    assert (pair.pointed.appended, pair.pointed.appended_in_prefix) == (1, 0)
+
+
+def test_a_passing_verdict_carries_no_requests():
+    assert run_check(prefix.NAME, context(*conversation([("a", "1"), ("b", "2")]))).request_pair is None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from harness.commands.common import (
-    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, one_target, prepare_report_dir, print_outcome,
+    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, one_target,
 )
 from harness.errors import InputError
+from harness.report import DIFF_REPORTERS
 from harness.report.files import ReportWriteError
+from harness.report.reporter import add_option
 
 
 def add_parser(sub) -> None:
@@ -27,14 +28,18 @@ def add_parser(sub) -> None:
                       help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     add_target_file_option(diff)
+    add_option(diff, DIFF_REPORTERS)
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.run.differential import compare
+    from harness.report import console, folder
     from harness.report import comparison as report
+    from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.runner import Interrupted
-    from harness.report import console
     from harness.scenario.reader import load_scenarios
+
+    reporters = choose(args.reporter, DIFF_REPORTERS, "diff")
 
     scenarios = load_scenarios(args.paths or [DEFAULT_SCENARIOS])
     names = {s.name for s in scenarios}
@@ -43,7 +48,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
     from_tree = args.target_file_from_working_tree
     baseline, candidate = one_target(args.baseline, "--baseline", from_tree), one_target(args.candidate, "--candidate", from_tree)
-    report_dir = prepare_report_dir(args.report_dir, prefix="diff")
+    report_dir = folder.prepare(args.report_dir, "diff", files_of(reporters))
     progress = None if args.quiet else console.ConsoleProgress()
     try:
         comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
@@ -61,17 +66,9 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
-        written = report.write_all(comparison, report_dir, command)
-        written.append(_write_html(comparison, report_dir, command))
+        fan_out(reporters, comparison, report_dir, ReportContext(tuple(command)))
     except ReportWriteError as exc:
         print(report.table(comparison))
         print(f"harness: error: {exc}; the comparison above is in no report", file=sys.stderr)
         return EXIT_DIFFERS
-    print_outcome(report.table(comparison), report.details(comparison), written, report_dir)
     return EXIT_DIFFERS if comparison.gate_failures() else EXIT_OK
-
-
-def _write_html(comparison, report_dir: Path, command: list[str]) -> Path:
-    from harness.report import html
-
-    return html.write_comparison(comparison, report_dir / "report.html", command)

@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from harness.commands.common import (
-    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, prepare_report_dir, print_outcome, workers,
+    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, workers,
 )
+from harness.report import RUN_REPORTERS
 from harness.report.files import ReportWriteError
+from harness.report.reporter import add_option
 
 DEFAULT_TARGET_NOTE = "no --target given: these runs judge the built-in reference agent, not an agent of yours"
 
@@ -22,6 +24,7 @@ def add_parser(sub) -> None:
                      help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
     add_target_file_option(run)
+    add_option(run, RUN_REPORTERS)
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     run.add_argument("-n", "--workers", type=workers, default=1, metavar="N",
                      help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
@@ -29,16 +32,18 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
-    from harness.report import caller_text, console, write_reports
+    from harness.report import console, folder
+    from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.runner import run_matrix
     from harness.scenario.reader import load_scenarios
     from harness.targets import resolve_targets
 
+    reporters = choose(args.reporter, RUN_REPORTERS, "run")
     paths = args.paths or [DEFAULT_SCENARIOS]
     scenarios = load_scenarios(paths)
     specs = args.target or ["reference"]
     targets = resolve_targets(specs, target_file_from_working_tree=args.target_file_from_working_tree)
-    report_dir = prepare_report_dir(args.report_dir)
+    report_dir = folder.prepare(args.report_dir, "run", files_of(reporters))
     notes = [] if args.target else [DEFAULT_TARGET_NOTE]  # said on the console and in every report written
     for note in notes:
         print(f"harness: {note}", file=sys.stderr)
@@ -51,13 +56,11 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     else:
         results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
     try:
-        written = write_reports(results, report_dir, command, notes)
+        fan_out(reporters, results, report_dir, ReportContext(tuple(command), tuple(notes)))
     except ReportWriteError as exc:
         print(console.table(results))
         print(f"harness: error: {exc}; the verdicts above are in no report", file=sys.stderr)
         return EXIT_DIFFERS
-    print_outcome(console.table(results), console.failure_details(results), written, report_dir,
-                   caller_text.text_section(results))
     _say_harness_failure(results)
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED

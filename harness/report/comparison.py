@@ -189,15 +189,14 @@ def to_json(comparison: Comparison, command: list[str]) -> dict:
     }
 
 
-def write_all(comparison: Comparison, report_dir: Path, command: list[str]) -> list[Path]:
-    report_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in (
-        ("comparison.json", json.dumps(redact_json(to_json(comparison, command)), indent=2, ensure_ascii=False, default=str) + "\n"),
-        ("summary.md", markdown(comparison)),
-        ("junit.xml", junit(comparison) + "\n"),
-    ):
-        path = report_dir / name
-        files.write_text(path, text)
-        written.append(path)
-    return written
+def write_json(comparison: Comparison, path: Path, command: list[str]) -> Path:
+    text = json.dumps(redact_json(to_json(comparison, command)), indent=2, ensure_ascii=False, default=str) + "\n"
+    return files.write_text(path, text)
+
+
+def write_markdown(comparison: Comparison, path: Path) -> Path:
+    return files.write_text(path, markdown(comparison))
+
+
+def write_junit(comparison: Comparison, path: Path) -> Path:
+    return files.write_text(path, junit(comparison) + "\n")
