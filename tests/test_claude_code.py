@@ -23,6 +23,7 @@ from harness.results import RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.reader import load_scenario, load_scenarios, parse_scenario
 from harness.targets import claude_code, resolve_target
+from harness.targets.policy_family import POLICIES
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "scenarios" / "claude-code"
@@ -32,7 +33,7 @@ BILLING = "x-anthropic-billing-header:"
 
 
 def names(version: str) -> list[str]:
-    return [f"claude-code@{version}+{policy}" for policy in claude_code.POLICIES]
+    return [f"claude-code@{version}+{policy}" for policy in POLICIES]
 
 
 # (scenario file, target name): the suite on both builds, auto-compaction on the pinned one (see its description).
@@ -136,7 +137,7 @@ def test_the_suite_covers_the_seeds_sequences_with_every_policy():
     assert any(any(step.error for step in s.steps) and s.steps[-1].kind == "retry" for s in scenarios), "uncaught error then retry"
     assert any("compact" in k and k[-1] == "resume" for k in kinds.values()), "compaction then resume"
     assert any(s.workdir == "git" and any(step.commit for step in s.steps) for s in scenarios), "a repository that changes"
-    assert {n.split("+")[1] for _, n in MATRIX} == set(claude_code.POLICIES)
+    assert {n.split("+")[1] for _, n in MATRIX} == set(POLICIES)
 
 
 @pytest.mark.parametrize("path,name", MATRIX, ids=[f"{p.stem}·{n}" for p, n in MATRIX])
@@ -252,7 +253,7 @@ def test_the_readme_table_says_what_the_measured_expectations_say():
     """The expectations are asserted against the real builds above; the README may not drift from them."""
     rows = readme_rows()
     assert {(version, policy) for version, policy, *_ in rows} == {
-        (v, p) for v in (PINNED, OLDER) for p in claude_code.POLICIES
+        (v, p) for v in (PINNED, OLDER) for p in POLICIES
     }
     ran = {(path, name) for path, name in MATRIX}
     for version, policy, *cells in rows:

@@ -17,6 +17,7 @@ from harness.fakeapi.formats import anthropic as wire
 from harness.results import FAIL, PASS
 from harness.targets import claude_code, resolve_target
 from harness.targets.base import Target
+from harness.targets.policy_family import POLICIES
 from vocabulary import MODEL, messages_body, say, step_with
 
 BILLING = "x-anthropic-billing-header: cc_version=2.1.332.{}; cc_entrypoint=sdk-cli; cch={};"
@@ -119,8 +120,8 @@ def test_version_and_policy_are_part_of_the_name(no_install):
 
 def test_star_policy_gives_one_target_per_policy(no_install):
     targets = resolve_target("claude-code@2.1.300+*")
-    assert [t.name for t in targets] == [f"claude-code@2.1.300+{p}" for p in claude_code.POLICIES]
-    assert set(claude_code.POLICIES) == {"append-first-launch-only", "append-every-launch", "append-never"}
+    assert [t.name for t in targets] == [f"claude-code@2.1.300+{p}" for p in POLICIES]
+    assert set(POLICIES) == {"append-first-launch-only", "append-every-launch", "append-never"}
 
 
 @pytest.mark.parametrize(
@@ -169,7 +170,7 @@ def test_each_policy_passes_the_appended_text_on_exactly_its_launches(no_install
 
 
 def test_claude_code_argv_shapes(no_install):
-    for policy in claude_code.POLICIES:
+    for policy in POLICIES:
         argvs = argv_of(policy)
         for kind, argv in argvs.items():
             assert argv[0] == "claude", argv

@@ -22,11 +22,12 @@ from harness.results import RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.reader import load_scenario
 from harness.targets import codex, resolve_target
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "scenarios" / "claude-code"
 PINNED = codex.PINNED_VERSION
-FIRST, EVERY, NEVER = codex.FIRST_LAUNCH_ONLY, codex.EVERY_LAUNCH, codex.NEVER
+FIRST, EVERY = FIRST_LAUNCH_ONLY, EVERY_LAUNCH
 
 # Checks that fail, per scenario and policy (all others pass). Codex replays the developer message
 # the session recorded at launch on every resume, so only a compaction, which rebuilds it from the

@@ -14,6 +14,7 @@ from harness.journal.exchange import COMPACTION, MAIN
 from harness.journal.requests import Journal
 from harness.targets import codex, expectation_name_problem, resolve_target
 from harness.targets.base import render
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
 BINARY = "/tools/codex/bin/codex"
 APPEND = 'Task prompt: answer with "one" number.\nBackslash \\n and {braces} stay as written.'
@@ -35,7 +36,7 @@ def argv(target, kind: str) -> list[str]:
 
 def test_bare_codex_is_the_pinned_version_passing_the_text_on_every_launch(no_install):
     (target,) = resolve_target("codex")
-    assert target.name == f"codex@{codex.PINNED_VERSION}+{codex.EVERY_LAUNCH}"
+    assert target.name == f"codex@{codex.PINNED_VERSION}+{EVERY_LAUNCH}"
 
 
 def test_star_gives_one_target_per_policy_named_like_claude_codes(no_install):
@@ -60,9 +61,9 @@ def test_expectation_names_must_carry_version_and_policy():
 
 
 @pytest.mark.parametrize("policy, launches_with_text", [
-    (codex.FIRST_LAUNCH_ONLY, {"launch"}),
-    (codex.EVERY_LAUNCH, {"launch", "resume", "retry", "compact"}),
-    (codex.NEVER, set()),
+    (FIRST_LAUNCH_ONLY, {"launch"}),
+    (EVERY_LAUNCH, {"launch", "resume", "retry", "compact"}),
+    (NEVER, set()),
 ])
 def test_each_policy_passes_the_text_on_exactly_its_launches(no_install, policy, launches_with_text):
     (target,) = resolve_target(f"codex+{policy}")

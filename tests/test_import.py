@@ -29,9 +29,10 @@ from harness.results import FAIL, PASS, RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.reader import load_scenario, parse_scenario
 from harness.targets import claude_code, resolve_target
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
 PINNED, OLDER = claude_code.PINNED_VERSION, claude_code.OLDER_VERSION
-FIRST_ONLY, EVERY = claude_code.FIRST_LAUNCH_ONLY, claude_code.EVERY_LAUNCH
+FIRST_ONLY, EVERY = FIRST_LAUNCH_ONLY, EVERY_LAUNCH
 APPEND = "Task prompt: answer with one number. Never use tools."
 # The first seed's shape: a wrong answer retried, a compaction, the next turn.
 INCIDENT = f"""
@@ -253,7 +254,7 @@ def test_an_incident_recorded_by_hand_with_serve_record_imports(tmp_path):
     assert draft.append is None and any("--append" in note for note in draft.notes)
     path = imported(folder / "journal.jsonl", tmp_path / "recorded.yaml", "--append", APPEND)
     assert replay(path, f"claude-code@{PINNED}+{EVERY}", tmp_path) == dict.fromkeys(CHECKS, PASS)
-    assert replay(path, f"claude-code@{PINNED}+{claude_code.NEVER}", tmp_path)["appended_exactly_once"] == FAIL
+    assert replay(path, f"claude-code@{PINNED}+{NEVER}", tmp_path)["appended_exactly_once"] == FAIL
 
 
 # ------------------------------------------------------------------------- bad input is named, never imported

@@ -18,6 +18,7 @@ from harness.journal.exchange import COMPACTION, MAIN, OUTBOUND, SIDE
 from harness.run.runner import run_scenario
 from harness.scenario.reader import parse_scenario
 from harness.targets import opencode, resolve_target
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY
 
 APPEND = "Task prompt: answer with one number. Never use tools."
 COMPACT_THEN_RESUME = f"""
@@ -68,7 +69,7 @@ def verdicts(result) -> dict[str, str]:
 
 
 def test_every_launch_carries_the_text_once_in_every_turn_through_compaction(tmp_path):
-    result, records = run(COMPACT_THEN_RESUME, target(opencode.EVERY_LAUNCH), tmp_path)
+    result, records = run(COMPACT_THEN_RESUME, target(EVERY_LAUNCH), tmp_path)
     assert result.error is None, result.error
     mains = bodies(records, MAIN)
     assert len(mains) == 3 and len(bodies(records, COMPACTION)) == 1
@@ -87,7 +88,7 @@ def test_every_launch_carries_the_text_once_in_every_turn_through_compaction(tmp
 
 
 def test_first_launch_only_loses_the_text_at_the_first_resume(tmp_path):
-    result, records = run(COMPACT_THEN_RESUME, target(opencode.FIRST_LAUNCH_ONLY), tmp_path)
+    result, records = run(COMPACT_THEN_RESUME, target(FIRST_LAUNCH_ONLY), tmp_path)
     assert result.error is None, result.error
     assert [system_of(b).count(APPEND) for b in bodies(records, MAIN)] == [1, 0, 0]
     assert verdicts(result) == {"identity_stable": "pass", "appended_exactly_once": "fail", "prefix_stable": "fail",
@@ -95,7 +96,7 @@ def test_first_launch_only_loses_the_text_at_the_first_resume(tmp_path):
 
 
 def test_a_failed_turn_exits_1_and_the_retry_sends_the_failed_prompt_again(tmp_path):
-    result, records = run(ERROR_THEN_RETRY, target(opencode.EVERY_LAUNCH), tmp_path)
+    result, records = run(ERROR_THEN_RETRY, target(EVERY_LAUNCH), tmp_path)
     assert result.error is None, result.error
     assert [s.exit_code for s in result.steps] == [0, 1, 0]
     assert [(r["step"], r["status"]) for r in records if r["class"] == MAIN] == [(1, 200), (2, 400), (3, 200)]
@@ -108,7 +109,7 @@ def test_a_failed_turn_exits_1_and_the_retry_sends_the_failed_prompt_again(tmp_p
 def test_nothing_leaves_the_machine_and_the_catch_is_real(tmp_path):
     """Without the config folder's lock file, every start asks registry.npmjs.org for @opencode-ai/plugin."""
     one_turn = f'name: one\nappend: "{APPEND}"\nsteps:\n  - launch: {{prompt: "What is 6*7?", reply: "42"}}\n'
-    resolved = target(opencode.EVERY_LAUNCH)
+    resolved = target(EVERY_LAUNCH)
     result, records = run(one_turn, resolved, tmp_path / "with")
     assert result.error is None and not [r for r in records if r["class"] == OUTBOUND]
     files = {k: v for k, v in resolved.home_files.items() if "package" not in k and "node_modules" not in k}

@@ -11,6 +11,7 @@ from harness.errors import InputError
 from harness.fakeapi.formats import openai_chat
 from harness.targets import opencode, resolve_target
 from harness.targets.base import render
+from harness.targets.policy_family import POLICIES
 
 BINARY = "/tools/opencode"
 
@@ -38,7 +39,7 @@ def test_bare_opencode_is_the_pinned_version_with_the_text_on_every_launch(no_in
     (target,) = resolve_target("opencode")
     assert target.name == f"opencode@{opencode.PINNED_VERSION}+append-every-launch"
     assert no_install == [opencode.PINNED_VERSION]
-    assert [t.name for t in resolve_target("opencode@1.2.3+*")] == [f"opencode@1.2.3+{p}" for p in opencode.POLICIES]
+    assert [t.name for t in resolve_target("opencode@1.2.3+*")] == [f"opencode@1.2.3+{p}" for p in POLICIES]
 
 
 @pytest.mark.parametrize(("spec", "fragment"), [

@@ -22,7 +22,7 @@ from harness.results import RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.reader import load_scenario
 from harness.targets import qwen_code, resolve_target
-from harness.targets.claude_code import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
 SUITE = Path(__file__).resolve().parent.parent / "scenarios" / "claude-code"
 PINNED = qwen_code.PINNED_VERSION

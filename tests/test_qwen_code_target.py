@@ -13,7 +13,7 @@ from harness.journal.exchange import COMPACTION, MAIN, SIDE
 from harness.journal.requests import Journal
 from harness.targets import expectation_name_problem, qwen_code
 from harness.targets.base import render
-from harness.targets.claude_code import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
+from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
 PINNED = qwen_code.PINNED_VERSION
 CMD = ("/usr/bin/node", "/x/cli.js")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from harness.commands.common import EXIT_OK
-from harness.commands.targets import _agent_clis
 
 
 def add_parser(sub) -> None:
@@ -15,14 +14,9 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
     """Install up front (CI, `make run`) what a run would otherwise install on first use."""
-    from harness.targets import claude_code, code_puppy, inspect_swe, resolve_target
+    from harness.targets import registry, resolve_target
 
-    specs = args.targets or [
-        *(f"claude-code@{v}" for v in (claude_code.PINNED_VERSION, claude_code.OLDER_VERSION)),
-        *(f"code-puppy@{v}" for v in (code_puppy.PINNED_VERSION, code_puppy.OLDER_VERSION)),
-        f"inspect-swe@{inspect_swe.MEASURED_VERSION}",
-        *(f"{family.NAME}@{family.PINNED_VERSION}" for family in _agent_clis()),
-    ]
+    specs = args.targets or registry.install_defaults()
     for spec in specs:
         for target in resolve_target(spec):
             runs = target.executor.describe(target.commands)

@@ -1,4 +1,4 @@
-"""Turning `--target` arguments into Targets: built-in names or target files."""
+"""Turning `--target` arguments into Targets: a registered family's names (harness/targets/registry.py) or target files."""
 
 from __future__ import annotations
 
@@ -8,35 +8,15 @@ from harness.errors import InputError
 from harness.targets.base import Target
 
 
-# Built-in target families: the spec prefix that names one, and its module (imported only when named).
-_FAMILIES = {"claude-code": "claude_code", "code-puppy": "code_puppy", "inspect-swe": "inspect_swe",
-             "codex": "codex", "gemini-cli": "gemini_cli", "qwen-code": "qwen_code", "opencode": "opencode"}
-_PYDANTIC_AI = "pydantic-ai:"
-
-
-def _family(spec: str):
-    """The module of the built-in family a spec or expectation name belongs to, or None."""
-    import importlib
-
-    for name, module in _FAMILIES.items():
-        if spec == name or spec.startswith((f"{name}@", f"{name}+")):
-            return importlib.import_module(f"harness.targets.{module}")
-    if spec.startswith(_PYDANTIC_AI):
-        return importlib.import_module("harness.targets.pydantic_ai")
-    return None
-
-
 def resolve_target(spec: str, *, target_file_from_working_tree: bool = False) -> list[Target]:
     """One spec can stand for several targets (`reference:*` is the clean agent plus each defect).
 
     `FILE@REV` reads the target file as it is at REV (harness.targets.file_at_revision);
     `target_file_from_working_tree` reads the working tree's file for every revision instead.
     """
-    from harness.targets import reference  # the reference agent is imported only when asked for
+    from harness.targets import registry
 
-    if reference.is_spec(spec):
-        return reference.reference_target(spec)
-    family = _family(spec)
+    family = registry.family_for(spec)
     if family is not None:
         return family.targets(spec)
     path, rev = split_revision(spec)
@@ -44,14 +24,7 @@ def resolve_target(spec: str, *, target_file_from_working_tree: bool = False) ->
         from harness.targets.target_file import load_target_file
 
         return [load_target_file(path, rev, target_file_from_working_tree=target_file_from_working_tree)]
-    raise InputError(
-        f"unknown target {spec!r}: expected 'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' (each [+in-process]), "
-        "'claude-code[@VERSION][+POLICY]', 'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]', "
-        "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]', "
-        "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]', "
-        "'codex|gemini-cli|qwen-code|opencode[@VERSION][+POLICY]' or the path of a target file "
-        "(*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
-    )
+    raise InputError(registry.unknown_target_message(spec))
 
 
 def split_revision(spec: str) -> tuple[Path, str | None]:
@@ -87,11 +60,7 @@ def expectation_name_problem(name: str) -> str | None:
     """
     if any(c in name for c in "*?["):
         return None
-    from harness.targets import reference
+    from harness.targets import registry
 
-    if reference.is_spec(name):
-        return reference.name_problem(name)
-    family = _family(name)
-    if family is not None:
-        return family.name_problem(name)
-    return None
+    family = registry.family_for(name)
+    return family.name_problem(name) if family is not None else None

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import AgentCLI
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.policy_family import (  # noqa: F401  (re-exported: tests and other families name them here)
-    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
-)
+from harness.targets.policy_family import DEFAULT_POLICY, POLICIES, passes_text
 from harness.targets.installs import node_platform, npm_package_dir
 
 NAME = "claude-code"
@@ -26,8 +25,6 @@ PACKAGE = "@anthropic-ai/claude-code"
 # (chosen by running both: see the README's table).
 PINNED_VERSION = "2.1.332"
 OLDER_VERSION = "2.1.236"
-
-# The policies every CLI family shares (harness/targets/policy_family.py), re-exported under their old home.
 
 # Everything the CLI would send anywhere but the fake API is switched off; the
 # proxy variables the workspace sets catch whatever is left.
@@ -47,17 +44,6 @@ SIDE_CALLS = (
     RequestRule(model=r"haiku"),
     RequestRule(prompt=r"^quota$"),
 )
-
-
-def targets(spec: str) -> list[Target]:
-    """`claude-code`, `claude-code@2.1.300`, `claude-code@2.1.300+append-first-launch-only`, `...+*`."""
-    version, policies = parse_spec(spec)
-    command = cli_command(version)
-    return [build(version, p, command) for p in policies]
-
-
-FAMILY = PolicyFamily(NAME, PINNED_VERSION)
-parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_command(version: str) -> tuple[str, ...]:
@@ -111,3 +97,18 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         # A read-only tool, which -p runs without asking for permission.
         tool_call={"name": "Glob", "input": {"pattern": "*.txt"}},
     )
+
+
+class _ClaudeCode(AgentCLI):
+    """The first CLI family, whose listing spells out the launch policies the others share."""
+
+    def listing(self) -> list[str]:
+        return [f"{NAME}[@VERSION][+POLICY]  {self.summary}, installed on first use (pinned: {self.pinned})",
+                *(f"  +{policy:<30} {text}{' (default)' if policy == DEFAULT_POLICY else ''}"
+                  for policy, text in POLICIES.items()),
+                "  +*                              one target per policy"]
+
+
+FAMILY = _ClaudeCode(NAME, PINNED_VERSION, summary="the real Claude Code CLI",
+                     cli=lambda version: cli_command(version), build=build, older=OLDER_VERSION)
+targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem

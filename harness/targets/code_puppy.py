@@ -16,7 +16,9 @@ import json
 
 from harness.errors import InputError
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import escaped
 from harness.targets.base import SessionIdSource, Target
+from harness.targets.family import SpecFamily
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
 NAME = "code-puppy"
@@ -130,7 +132,7 @@ def build(version: str, wire: str, memory: str, executable: str) -> Target:
 
 def _config_files(wire: str) -> dict[str, str]:
     """Where each release looks: recent ones under the XDG folders the workspace sets, older ones in ~/.code_puppy."""
-    config, models = _escaped(_PUPPY_CFG), _models_json(wire)
+    config, models = escaped(_PUPPY_CFG), _models_json(wire)
     return {
         ".config/code_puppy/puppy.cfg": config,
         ".local/share/code_puppy/extra_models.json": models,
@@ -160,10 +162,16 @@ def _models_json(wire: str) -> str:
         entry = {"type": "custom_openai", "name": "harness-model",
                  "custom_endpoint": {"url": "@BASE_URL@/v1", "api_key": "@API_KEY@"}}
     entry["context_length"] = 200000
-    text = _escaped(json.dumps({_MODEL_KEY: entry}, indent=2) + "\n")
+    text = escaped(json.dumps({_MODEL_KEY: entry}, indent=2) + "\n")
     return text.replace("@BASE_URL@", "{base_url}").replace("@API_KEY@", "{api_key}")
 
 
-def _escaped(text: str) -> str:
-    """Literal braces survive the runner's placeholder filling."""
-    return text.replace("{", "{{").replace("}", "}}")
+
+FAMILY = SpecFamily(
+    NAME, "'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]'", targets, name_problem,
+    lines=(f"{NAME}[@VERSION|@latest][+FORMAT][+MEMORY]  code-puppy from PyPI in its own virtualenv (pinned: {PINNED_VERSION})",
+           *(f"  +{variant:<30} {text}{' (default)' if variant in (DEFAULT_FORMAT, DEFAULT_MEMORY) else ''}"
+             for variant, text in {**FORMATS, **MEMORY}.items()),
+           "  +*                              one target per format and memory setting"),
+    defaults=(f"{NAME}@{PINNED_VERSION}", f"{NAME}@{OLDER_VERSION}"),
+)

@@ -25,14 +25,10 @@ import sys
 
 from harness.errors import InputError
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import AgentCLI, escaped
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
-    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
-)
+from harness.targets.policy_family import passes_text
 from harness.targets.installs import node_platform, npm_package_dir
-
-__all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
-           "build", "name_problem", "parse_spec", "targets"]
 
 NAME = "codex"
 PACKAGE = "@openai/codex"
@@ -75,17 +71,6 @@ plugins = false
 """
 
 
-def targets(spec: str) -> list[Target]:
-    """`codex`, `codex@0.171.0`, `codex@0.171.0+append-first-launch-only`, `codex+*`."""
-    version, policies = parse_spec(spec)
-    binary = cli_binary(version)
-    return [build(version, p, binary) for p in policies]
-
-
-FAMILY = PolicyFamily(NAME, PINNED_VERSION)
-parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
-
-
 def cli_binary(version: str) -> str:
     """The native binary of the platform package npm installed beside @openai/codex (its codex.js only execs it)."""
     package_dir = npm_package_dir(NAME, PACKAGE, version)
@@ -124,6 +109,11 @@ def build(version: str, policy: str, binary: str) -> Target:
         # A read-only shell command, which the default read-only sandbox runs without asking.
         tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
     )
+
+
+FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
+                  cli=lambda version: cli_binary(version), build=build)
+targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem
 
 
 # ---------------------------------------------------------------- `compact` step: /compact through app-server

@@ -28,14 +28,10 @@ from __future__ import annotations
 import json
 
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import AgentCLI, escaped
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
-    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
-)
+from harness.targets.policy_family import passes_text
 from harness.targets.installs import node_script
-
-__all__ = ["DEFAULT_POLICY", "EVERY_LAUNCH", "EVERY_POLICY", "FIRST_LAUNCH_ONLY", "NEVER", "POLICIES", "PINNED_VERSION",
-           "targets", "name_problem", "parse_spec"]
 
 NAME = "gemini-cli"
 PACKAGE = "@google/gemini-cli"
@@ -71,17 +67,6 @@ CANNOT_COMPACT = ("headless -p /compress never awaits its summary, sends '/compr
                   "unapplied (0.61.0); compaction is driven by usage numbers instead (scenarios/gemini-cli)")
 
 
-def targets(spec: str) -> list[Target]:
-    """`gemini-cli`, `gemini-cli@0.61.0`, `gemini-cli@0.61.0+append-first-launch-only`, `gemini-cli+*`."""
-    version, policies = parse_spec(spec)
-    command = cli_command(version)
-    return [build(version, p, command) for p in policies]
-
-
-FAMILY = PolicyFamily(NAME, PINNED_VERSION)
-parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
-
-
 def cli_command(version: str) -> tuple[str, ...]:
     """node and the bundled CLI of one installed version (the package's `gemini` bin is that script)."""
     return node_script(NAME, PACKAGE, version, "bundle/gemini.js")
@@ -112,7 +97,7 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         identity_regex=r"(?m)^You are [^\n]*",
         timeout_s=120.0,
         env=OFFLINE_ENV,
-        home_files={".gemini/settings.json": _escaped(json.dumps(SETTINGS, indent=2) + "\n")},
+        home_files={".gemini/settings.json": escaped(json.dumps(SETTINGS, indent=2) + "\n")},
         side_calls=SIDE_CALLS,
         compaction_calls=COMPACTION_CALLS,
         prompt_flags=(),
@@ -121,6 +106,6 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
     )
 
 
-def _escaped(text: str) -> str:
-    """Literal braces survive the runner's placeholder filling."""
-    return text.replace("{", "{{").replace("}", "}}")
+FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
+                  cli=lambda version: cli_command(version), build=build)
+targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem

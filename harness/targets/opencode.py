@@ -34,10 +34,9 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import AgentCLI, escaped
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
-    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
-)
+from harness.targets.policy_family import passes_text
 from harness.targets.installs import node_platform, npm_package_dir
 
 NAME = "opencode"
@@ -65,17 +64,6 @@ OFFLINE_ENV = {
     "OPENCODE_DISABLE_SHARE": "true",
     "NO_COLOR": "1",
 }
-
-
-def targets(spec: str) -> list[Target]:
-    """`opencode`, `opencode@1.18.33`, `opencode@1.18.33+append-first-launch-only`, `opencode+*`."""
-    version, policies = parse_spec(spec)
-    binary = cli_binary(version)
-    return [build(version, p, binary) for p in policies]
-
-
-FAMILY = PolicyFamily(NAME, PINNED_VERSION)
-parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_binary(version: str) -> str:
@@ -106,7 +94,7 @@ def _has_avx2() -> bool:
 def build(version: str, policy: str, binary: str) -> Target:
     env_tool = shutil.which("env") or "/usr/bin/env"
     text_config = json.dumps({"instructions": ["@HOME@/" + CALLER_TEXT_FILE]})
-    text_config = _escaped(text_config).replace("@HOME@", "{home}")
+    text_config = escaped(text_config).replace("@HOME@", "{home}")
 
     def with_text(first: bool, *argv: str) -> tuple[str, ...]:
         if passes_text(policy, first):
@@ -150,22 +138,22 @@ def _home_files() -> dict[str, str]:
             "models": {MODEL: {"name": MODEL, "limit": limits}, SMALL_MODEL: {"name": SMALL_MODEL, "limit": limits}},
         }},
     }
-    text = _escaped(json.dumps(config, indent=2) + "\n").replace("@BASE_URL@", "{base_url}").replace("@API_KEY@", "{api_key}")
+    text = escaped(json.dumps(config, indent=2) + "\n").replace("@BASE_URL@", "{base_url}").replace("@API_KEY@", "{api_key}")
     # Every start checks the config folder's dependencies and installs @opencode-ai/plugin from the npm
     # registry unless node_modules exists and the lock file lists it (nothing here needs the package).
     lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}
     return {
         ".config/opencode/opencode.json": text,
-        ".config/opencode/package.json": _escaped(json.dumps({"private": True}) + "\n"),
-        ".config/opencode/package-lock.json": _escaped(json.dumps(lock) + "\n"),
+        ".config/opencode/package.json": escaped(json.dumps({"private": True}) + "\n"),
+        ".config/opencode/package-lock.json": escaped(json.dumps(lock) + "\n"),
         ".config/opencode/node_modules/.harness": "",
         CALLER_TEXT_FILE: "{append}",
     }
 
 
-def _escaped(text: str) -> str:
-    """Literal braces survive the runner's placeholder filling."""
-    return text.replace("{", "{{").replace("}", "}}")
+FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
+                  cli=lambda version: cli_binary(version), build=build)
+targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem
 
 
 # ---------------------------------------------------------------- `compact` step: /compact through `opencode serve`

@@ -32,6 +32,7 @@ from harness.errors import InputError
 from harness.execution.in_process import InProcessSteps
 from harness.execution.subprocess import SubprocessSteps
 from harness.targets.base import DEFAULT_IDENTITY, SessionIdSource, Target
+from harness.targets.family import SpecFamily
 
 NAME = "pydantic-ai"
 FORMATS = ("openai-chat", "openai-responses", "anthropic")
@@ -167,3 +168,12 @@ def build(spec: Spec, fmt: str, module_arg: str, search_path: str, has_compact: 
         env={"PYTHONPATH": literal(_PACKAGE_ROOT)},  # the driver is part of this package, importable from a checkout too
         executor=InProcessSteps(run_in_process) if spec.in_process else SubprocessSteps(),
     )
+
+
+FAMILY = SpecFamily(
+    NAME, "'pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]'", targets, name_problem,
+    lines=("pydantic-ai:MODULE:FUNCTION[+FORMAT][+in-process]  your pydantic-ai agent, from a factory returning it",
+           "  +openai-chat (default), +openai-responses, +anthropic, +*   the wire format its model speaks",
+           "  +in-process                     each step in the harness process through respx, not a subprocess"),
+    separators=(":",), bare=False,
+)

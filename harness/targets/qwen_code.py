@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 
 from harness.journal.rules import RequestRule
+from harness.targets.agent_cli import AgentCLI, escaped
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.policy_family import (  # noqa: F401  (re-exported: the same policy names on every CLI)
-    DEFAULT_POLICY, EVERY_LAUNCH, EVERY_POLICY, FIRST_LAUNCH_ONLY, NEVER, POLICIES, PolicyFamily, passes_text,
-)
+from harness.targets.policy_family import passes_text
 from harness.targets.installs import node_script
 
 NAME = "qwen-code"
@@ -31,17 +30,6 @@ SIDE_CALLS = (RequestRule(system=r"^You are now acting as the managed memory ext
 # /compress asks twice when the first answer has no <state_snapshot> (the fake API answers with <summary>):
 # first on the main prompt and tools ("cache sharing"), then a dedicated summarizer; both end with this line.
 COMPACTION_CALLS = (RequestRule(prompt=r"produce the <state_snapshot> XML\.\s*$"),)
-
-
-def targets(spec: str) -> list[Target]:
-    """`qwen-code`, `qwen-code@0.24.4`, `qwen-code@0.24.4+append-first-launch-only`, `...+*`."""
-    version, policies = parse_spec(spec)
-    command = cli_command(version)
-    return [build(version, p, command) for p in policies]
-
-
-FAMILY = PolicyFamily(NAME, PINNED_VERSION)
-parse_spec, name_problem = FAMILY.parse_spec, FAMILY.name_problem
 
 
 def cli_command(version: str) -> tuple[str, ...]:
@@ -71,7 +59,7 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         compaction_calls=COMPACTION_CALLS,
         # A read-only tool, which -p runs without asking for permission.
         tool_call={"name": "glob", "input": {"pattern": "*.txt"}},
-        home_files={".qwen/settings.json": _escaped(json.dumps(SETTINGS, indent=2) + "\n")},
+        home_files={".qwen/settings.json": escaped(json.dumps(SETTINGS, indent=2) + "\n")},
     )
 
 
@@ -88,6 +76,6 @@ SETTINGS = {
 }
 
 
-def _escaped(text: str) -> str:
-    """Literal braces survive the runner's placeholder filling."""
-    return text.replace("{", "{{").replace("}", "}}")
+FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
+                  cli=lambda version: cli_command(version), build=build)
+targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem

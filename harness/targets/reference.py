@@ -14,8 +14,9 @@ import harness
 from harness.errors import InputError
 from harness.execution.in_process import InProcessSteps
 from harness.execution.subprocess import SubprocessSteps
-from harness.reference_agent.defects import KNOWN_DEFECTS
+from harness.reference_agent.defects import DEFECT_DESCRIPTIONS, KNOWN_DEFECTS
 from harness.targets.base import SessionIdSource, Target
+from harness.targets.family import SpecFamily
 
 NAME = "reference"
 EVERY_DEFECT = "*"
@@ -114,3 +115,14 @@ def build(defects: list[str], in_process: bool = False) -> Target:
         expected_as=name if in_process else None,
         tool_call={"name": "calculator", "input": {"expression": "6*7"}},  # its one tool
     )
+
+
+FAMILY = SpecFamily(
+    NAME, "'reference', 'reference:DEFECT[,DEFECT]', 'reference:*' (each [+in-process])", reference_target, name_problem,
+    lines=("reference                 the clean reference agent (shipped in this package)",
+           *(f"reference:{name:<34} {text}" for name, text in DEFECT_DESCRIPTIONS.items()),
+           "reference:*               the clean agent plus one target per defect",
+           "  +in-process                     after any reference spec: each step in the harness process through respx, "
+           "not a subprocess"),
+    separators=(":", "+"),
+)
