@@ -16,6 +16,7 @@ from harness.errors import InputError
 from harness.journal.rules import RequestRule
 from harness.targets.agent_cli import AgentCLI
 from harness.targets.base import SessionIdSource, Target
+from harness.targets.family import option_lines
 from harness.targets.policy_family import DEFAULT_POLICY, POLICIES, passes_text
 from harness.targets.installs import node_platform, npm_package_dir
 
@@ -104,9 +105,7 @@ class _ClaudeCode(AgentCLI):
 
     def listing(self) -> list[str]:
         return [f"{NAME}[@VERSION][+POLICY]  {self.summary}, installed on first use (pinned: {self.pinned})",
-                *(f"  +{policy:<30} {text}{' (default)' if policy == DEFAULT_POLICY else ''}"
-                  for policy, text in POLICIES.items()),
-                "  +*                              one target per policy"]
+                *option_lines(POLICIES, (DEFAULT_POLICY,), "one target per policy")]
 
 
 FAMILY = _ClaudeCode(NAME, PINNED_VERSION, summary="the real Claude Code CLI",

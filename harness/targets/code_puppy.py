@@ -18,7 +18,7 @@ from harness.errors import InputError
 from harness.journal.rules import RequestRule
 from harness.targets.agent_cli import escaped
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.family import SpecFamily
+from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
 NAME = "code-puppy"
@@ -170,8 +170,6 @@ def _models_json(wire: str) -> str:
 FAMILY = SpecFamily(
     NAME, "'code-puppy[@VERSION|@latest][+FORMAT][+MEMORY]'", targets, name_problem,
     lines=(f"{NAME}[@VERSION|@latest][+FORMAT][+MEMORY]  code-puppy from PyPI in its own virtualenv (pinned: {PINNED_VERSION})",
-           *(f"  +{variant:<30} {text}{' (default)' if variant in (DEFAULT_FORMAT, DEFAULT_MEMORY) else ''}"
-             for variant, text in {**FORMATS, **MEMORY}.items()),
-           "  +*                              one target per format and memory setting"),
+           *option_lines({**FORMATS, **MEMORY}, (DEFAULT_FORMAT, DEFAULT_MEMORY), "one target per format and memory setting")),
     defaults=(f"{NAME}@{PINNED_VERSION}", f"{NAME}@{OLDER_VERSION}"),
 )

@@ -62,3 +62,9 @@ class SpecFamily:
 
     def install_defaults(self) -> list[str]:
         return list(self.defaults)
+
+
+def option_lines(options: dict[str, str], defaults: tuple[str, ...], every: str) -> list[str]:
+    """A family's `+OPTION` lines in `harness targets`, the defaults marked, and what `+*` stands for."""
+    return [*(f"  +{option:<30} {text}{' (default)' if option in defaults else ''}" for option, text in options.items()),
+            f"  +{'*':<30} {every}"]

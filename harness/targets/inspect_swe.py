@@ -20,7 +20,7 @@ from harness.execution.launcher import LauncherSteps
 from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.targets import claude_code
 from harness.targets.base import SessionIdSource, Target
-from harness.targets.family import SpecFamily
+from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
 NAME = "inspect-swe"
@@ -133,8 +133,7 @@ FAMILY = SpecFamily(
     NAME, "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]'", targets, name_problem,
     lines=(f"{NAME}[@VERSION|@latest][+claude-code@X.Y.Z][+PIN][+checkout=PATH[#REV]]  inspect_swe's claude_code() in a real "
            f"`inspect eval` (default: the newest release; measured: {MEASURED_VERSION})",
-           *(f"  +{variant:<30} {text}{' (default)' if variant == DEFAULT_PIN else ''}" for variant, text in PINS.items()),
-           "  +*                              one target per pin setting",
+           *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting"),
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
     defaults=(f"{NAME}@{MEASURED_VERSION}",),
 )
