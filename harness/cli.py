@@ -21,6 +21,9 @@ from typing import Sequence
 from harness.commands.common import EXIT_DIFFERS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401  (the exit codes, named here)
 from harness.errors import InputError
 from harness.isolation.process import request_stop
+# Every entry point installs the two rules the scenario reader is given from above (harness/scenario/installed_rules.py).
+import harness.fakeapi.formats.anthropic  # noqa: F401,E402
+import harness.targets  # noqa: F401,E402
 
 # The subcommands in the order `harness --help` lists them: the name, and its module under harness/commands/.
 COMMANDS = {"run": "run", "diff": "diff", "explore": "explore", "import": "importing", "minimize": "minimize",

@@ -14,6 +14,9 @@ import pytest
 
 from harness.errors import InputError
 from harness.results import CANNOT_EXPRESS, RunResult
+# Every entry point installs the two rules the scenario reader is given from above (harness/scenario/installed_rules.py).
+import harness.fakeapi.formats.anthropic  # noqa: F401,E402
+import harness.targets  # noqa: F401,E402
 
 SCENARIO_FOLDER = "scenarios"
 TARGETS_INI = "harness_targets"

@@ -87,17 +87,16 @@ def test_a_cut_streams_bound_is_the_installed_rules_event_count(monkeypatch):
     assert scenario_from_text(text).steps[0].turns[0].fault.after_events == 3
 
 
-def test_without_an_installed_rule_the_files_are_still_checked(monkeypatch):
-    for kind in ("target_name", "streamed_events"):
-        monkeypatch.delitem(installed_rules._installed, kind, raising=False)
-    for text, fragment in (BAD_EXPECT, BAD_CUT):
-        with pytest.raises(InputError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+def test_without_an_installed_rule_no_file_is_read_unchecked(monkeypatch):
+    for (text, _), kind, package in ((BAD_EXPECT, "target_name", "harness.targets"),
+                                     (BAD_CUT, "streamed_events", "harness.fakeapi.formats.anthropic")):
+        monkeypatch.delitem(installed_rules._installed, kind)
+        with pytest.raises(RuntimeError, match=f"{kind} rule is not installed: import {package}"):
             scenario_from_text(text, "grammar.yaml")
 
 
-# Each entry point, run in a fresh interpreter in which a rule nobody installed is an error, on a file that
-# only an installed rule refuses. Today the rules are fetched from above on first use; once harness.targets
-# and harness.fakeapi install theirs at import, these pass and the fetching goes.
+# Each entry point, run in a fresh interpreter, on a file that only an installed rule refuses: harness.targets
+# and harness.fakeapi install theirs at import, and every entry point imports both before it reads.
 _STRICT = textwrap.dedent("""
     import sys
     from harness.scenario import installed_rules
@@ -124,7 +123,6 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="harness.targets and harness.fakeapi do not install their rules yet")
 @pytest.mark.parametrize("document", [BAD_EXPECT, BAD_CUT], ids=["expect name", "cut_stream bound"])
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_every_entry_point_has_the_rules_installed_before_it_reads(tmp_path, entry, document):

@@ -9,8 +9,8 @@ importing upwards; every entry point (the commands, the pytest plugin, a pool
 worker) imports both before it reads a scenario, so every one of them refuses
 the same files at load time.
 
-Until a package installs its rule, the rule is fetched from it on first use
-(`_installed_or_imported`), so no file is ever read unchecked.
+A rule not installed is a harness bug, never a file read unchecked: reading
+then stops with a line naming the package that should have installed it.
 """
 
 from __future__ import annotations
@@ -43,16 +43,12 @@ def streamed_event_names(blocks: tuple[Block, ...]) -> list[str]:
     return _installed_or_imported("streamed_events")(blocks)
 
 
+_INSTALLED_BY = {"target_name": "harness.targets", "streamed_events": "harness.fakeapi.formats.anthropic"}
+
+
 def _installed_or_imported(kind: str) -> Callable:
     rule = _installed.get(kind)
-    if rule is not None:
-        return rule
-    if kind == "target_name":
-        from harness.targets import expectation_name_problem
-
-        return expectation_name_problem
-    from harness.fakeapi.formats import anthropic
-    from harness.fakeapi.script import blocks_of
-    from harness.scenario.model import Turn
-
-    return lambda blocks: anthropic.stream_event_names(blocks_of(Turn(blocks=blocks)))
+    if rule is None:
+        raise RuntimeError(f"the scenario reader's {kind} rule is not installed: import {_INSTALLED_BY[kind]} "
+                           "before reading a scenario")
+    return rule

@@ -20,7 +20,10 @@ from harness.fakeapi.cache_sim import CacheFigures, PromptCache
 # The stream half of this WireFormat (a BreakableStream): render_sse, event_name, render_sse_malformed.
 from harness.fakeapi.formats.anthropic_sse import event_name, render_sse, render_sse_malformed  # noqa: F401
 from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, MODEL_INFO, WRONG_METHOD, BadRequest
+from harness.fakeapi.script import blocks_of
 from harness.journal.exchange import ANTHROPIC
+from harness.scenario import installed_rules
+from harness.scenario.model import Turn
 
 NAME = ANTHROPIC
 REQUEST_ID_HEADER = "request-id"
@@ -262,3 +265,12 @@ def models_body(path: str) -> bytes:
 
 def _model_body(model_id: str) -> bytes:
     return json.dumps({"type": "model", "id": model_id, "display_name": model_id, "created_at": "2025-01-01T00:00:00Z"}).encode()
+
+
+def _streamed_event_names(blocks) -> list[str]:
+    return stream_event_names(blocks_of(Turn(blocks=blocks)))
+
+
+# A `cut_stream` fault's `after_events` is bounded by the events this renderer streams; the scenario reader
+# sits below the fake API, so the rule is installed into it from here.
+installed_rules.install_streamed_events(_streamed_event_names)
