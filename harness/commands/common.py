@@ -1,10 +1,9 @@
-"""What several subcommands share: exit codes, the target and report-folder options, and how an outcome is printed."""
+"""What several subcommands share: exit codes, the default scenario folder, the target options."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from harness.errors import InputError
 
@@ -35,22 +34,3 @@ def one_target(spec: str, option: str, target_file_from_working_tree: bool = Fal
     if len(targets) != 1:
         raise InputError(f"{option} {spec!r} stands for {len(targets)} targets ({', '.join(t.name for t in targets)}); name one")
     return targets[0]
-
-
-def prepare_report_dir(given: str | None, prefix: str = "run") -> Path:
-    """Create, check and lock the report folder before any agent runs (harness/report/folder.py)."""
-    from harness.report import folder as report_folder
-    return report_folder.prepare(given, prefix, report_folder.RUN_FILES if prefix == "run" else report_folder.DIFF_FILES)
-
-
-def print_outcome(table: str, details: str, written: list[Path], report_dir: Path, both_sides: str = "") -> None:
-    """The verdict table, the caller's text from both sides, the evidence for what went wrong, where the reports are."""
-    print(table)
-    if both_sides:
-        print()
-        print(both_sides)
-    if details:
-        print()
-        print(details)
-    print()
-    print("reports: " + ", ".join(str(p) for p in written) + f", {report_dir / 'journal'}/")

@@ -30,8 +30,6 @@ from harness.errors import InputError
 
 DEFAULT_REPORTS = Path("reports")
 LOCK_NAME = ".harness.lock"
-RUN_FILES = ("results.json", "summary.md", "junit.xml")
-DIFF_FILES = ("report.html", "summary.md", "junit.xml", "comparison.json")
 JOURNAL_DIR = "journal"
 
 _held: list[int] = []  # lock descriptors of this process, open until it exits
