@@ -18,8 +18,7 @@ from typing import Any
 from harness.checks.context import CheckContext
 from harness.checks.evidence import where
 from harness.fakeapi.cache_sim import openai_cached_tokens
-from harness.journal.exchange import Exchange
-from harness.fakeapi.formats import anthropic
+from harness.journal.exchange import ANTHROPIC, Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
 NAME = "cache_reuse"
@@ -48,7 +47,7 @@ class Figures:
         read = int(usage.get("cache_read_input_tokens") or 0)
         written = int(usage.get("cache_creation_input_tokens") or 0)
         prompt = int(usage.get("input_tokens") or 0) + read + written
-        return cls(exchange, prompt, read, written if exchange.protocol == anthropic.NAME else None)
+        return cls(exchange, prompt, read, written if exchange.protocol == ANTHROPIC else None)
 
     @property
     def left_in_cache(self) -> int:
