@@ -173,6 +173,6 @@ def test_the_fix_commit_passes_the_text_on_every_launch_and_the_verdict_flips(tm
 
 def test_the_measured_release_is_installed_with_the_versions_it_was_measured_with():
     (target,) = resolve_target(f"{RELEASE}+claude-code@{PINNED}+pin")
-    mark = (target.launcher.venv.parent / ".complete").read_text().split()
+    mark = (target.executor.launcher.venv.parent / ".complete").read_text().split()
     assert mark == [f"inspect-swe=={MEASURED_VERSION}", "inspect-ai==0.3.285", "anthropic==2.14.0"]
-    assert (target.launcher.venv / "bin" / "inspect").is_file()
+    assert (target.executor.launcher.venv / "bin" / "inspect").is_file()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from harness.run import session as live_run
+from harness.execution import subprocess as step_process
 from harness.bench.stats import alternate, median, summary
 from harness.fakeapi.core import FakeModelAPI
 from harness.journal.requests import Journal
@@ -72,17 +72,17 @@ class Recording:
 @contextlib.contextmanager
 def _capturing_processes(on_call: Callable[[list, dict, str], None]) -> Iterator[None]:
     """Every run_process call of the runner, seen before it starts (the recording run only, never a timed one)."""
-    real = live_run.run_process
+    real = step_process.run_process
 
     def capture(argv, env, cwd, *args, **kwargs):
         on_call(list(argv), dict(env), str(cwd))
         return real(argv, env, cwd, *args, **kwargs)
 
-    live_run.run_process = capture
+    step_process.run_process = capture
     try:
         yield
     finally:
-        live_run.run_process = real
+        step_process.run_process = real
 
 
 def record(scenario: Scenario, target: Target, scratch: Path) -> Recording:
