@@ -18,7 +18,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target, resolve_targets
 from harness.targets.checkout import MARKER
 from harness.targets.target_file import load_target_file
@@ -148,7 +148,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def verdicts(target) -> dict[str, str]:
-    result = run_scenario(parse_scenario(SCENARIO), target)
+    result = run_scenario(scenario_from_text(SCENARIO), target)
     assert not result.error, result.error
     return {c.check: c.verdict for c in result.checks}
 

@@ -21,7 +21,7 @@ from conftest import CLAUDE_CODE_KEY
 from harness.journal.exchange import MAIN, OUTBOUND
 from harness.results import RunResult
 from harness.run.runner import run_scenario
-from harness.scenario.reader import load_scenario, load_scenarios, parse_scenario
+from harness.scenario.reader import load_scenario, load_scenarios, scenario_from_text
 from harness.targets import claude_code, resolve_target
 from harness.targets.policy_family import POLICIES
 
@@ -219,7 +219,7 @@ def test_a_failed_turn_exits_non_zero_and_the_retry_resumes_the_same_session(tmp
 def test_nothing_leaves_the_machine_and_the_catch_is_real(tmp_path):
     """With the target's offline settings no request goes anywhere but the fake API; without them
     the CLI's background traffic shows up in the journal as refused outbound requests."""
-    scenario = parse_scenario("name: one-turn\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: hi, reply: hello}\n")
+    scenario = scenario_from_text("name: one-turn\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: hi, reply: hello}\n")
     offline = run_scenario(scenario, target(f"claude-code@{PINNED}+append-never"), tmp_path / "offline.jsonl")
     assert offline.status == "pass" and OUTBOUND not in offline.steps[0].classes
     chatty_target = target(f"claude-code@{PINNED}+append-never")

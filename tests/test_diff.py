@@ -17,7 +17,7 @@ import pytest
 
 from harness.results import CHANGE_ERROR, FIX, REGRESSION, UNCHANGED_FAIL, UNCHANGED_PASS, classify
 from harness.run.differential import compare
-from harness.scenario.reader import load_scenario, parse_scenario
+from harness.scenario.reader import load_scenario, scenario_from_text
 from harness.targets import resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def test_a_required_fix_must_fail_before_and_pass_after(tmp_path):
 
 
 def test_a_run_error_is_an_error_from_its_step_on_and_fails_the_gate(tmp_path):
-    scenario = parse_scenario(
+    scenario = scenario_from_text(
         "name: three\nappend: x\nsteps:\n  - launch: {prompt: a, reply: A}\n  - resume: {prompt: b, reply: B}\n"
         "  - resume: {prompt: c, reply: C}\n", "three.yaml")
     crash = target(str(AGENTS / "crash.yaml"))  # its resumes exit 3

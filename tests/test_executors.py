@@ -30,12 +30,12 @@ from harness.reference_agent import in_process as reference_in_process
 from harness.results import ERROR, StepResult
 from harness.run.runner import run_scenario
 from harness.run.session import LiveRun
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import inspect_swe, pydantic_ai, resolve_target
 
 REPO = Path(__file__).resolve().parent.parent
 PYDANTIC_AI_EXAMPLE = "examples/pydantic-ai-agent/agent.py"
-SCENARIO = parse_scenario("""\
+SCENARIO = scenario_from_text("""\
 name: two-steps
 append: "Appended rules: never delete files."
 checks: [appended_exactly_once]

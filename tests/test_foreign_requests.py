@@ -33,7 +33,7 @@ from harness.fakeapi.server import FakeAPIServer
 from harness.fakeapi.transport import HOST_LISTENER, STEP_LISTENER, HTTPRequest
 from harness.results import PASS
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from vocabulary import messages_body, reference, say, step_with
 
 LIBRARY_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "three-turns-three-processes.yaml"
@@ -78,7 +78,7 @@ def slowed_library_scenario(seconds: float):
     assert plain in text, "the library scenario changed: update this test's edit"
     slowed = ('  - resume:\n      prompt: "Add 5 to it."\n'
               f'      reply: [{{fault: {{kind: slow_first_byte, seconds: {seconds:g}}}, text: "22."}}]')
-    return parse_scenario(text.replace(plain, slowed), str(LIBRARY_SCENARIO))
+    return scenario_from_text(text.replace(plain, slowed), str(LIBRARY_SCENARIO))
 
 
 @pytest.fixture(params=["network namespace", "netns off"])

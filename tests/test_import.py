@@ -27,7 +27,7 @@ from harness.importing.appended import appended_candidates
 from harness.importing.draft import prompt_text, summary_in
 from harness.results import FAIL, PASS, RunResult
 from harness.run.runner import run_scenario
-from harness.scenario.reader import load_scenario, parse_scenario
+from harness.scenario.reader import load_scenario, scenario_from_text
 from harness.targets import claude_code, resolve_target
 from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY, NEVER
 
@@ -88,7 +88,7 @@ class Incident:
     """
 
     def __init__(self, text: str, target_name: str, folder: Path):
-        scenario = parse_scenario(text, folder / "incident.yaml")
+        scenario = scenario_from_text(text, folder / "incident.yaml")
         self.journal = folder / "journal.jsonl"
         self.result = run_scenario(scenario, target(target_name), self.journal, keep_workspace=True)
         self.workspace = kept(self.result, folder)

@@ -13,7 +13,7 @@ import pytest
 from harness.errors import InputError
 from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.inspect_swe.plan import COMPACT_PROMPT, plan_of
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import claude_code, expectation_name_problem
 from harness.targets.inspect_swe import parse_spec
 from harness.isolation.workspace import Workspace
@@ -22,7 +22,7 @@ APPEND = "Task prompt: answer with one number."
 
 
 def scenario(steps: str, extra: str = ""):
-    return parse_scenario(f"name: s\nappend: \"{APPEND}\"\n{extra}steps:\n{steps}\nchecks: [launch_appended_exactly_once]\n")
+    return scenario_from_text(f"name: s\nappend: \"{APPEND}\"\n{extra}steps:\n{steps}\nchecks: [launch_appended_exactly_once]\n")
 
 
 # --------------------------------------------------------------------------- names

@@ -26,7 +26,7 @@ from harness.fakeapi.launch_control import CONTROL_PATH
 from harness.isolation.launch_shim import CANNOT_RECORD, write_shim
 from harness.journal.launches import RUNNER, SHIM, Launch, LaunchJournal, launch_journal_path, read_launches
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target
 from builders import IDENTITY
 
@@ -53,7 +53,7 @@ def reference_with(resume_tail: tuple[str, ...] | None = None, name: str = "refe
 
 
 def run(tmp_path, target):
-    scenario = parse_scenario(SCENARIO)
+    scenario = scenario_from_text(SCENARIO)
     journal = tmp_path / "run.jsonl"
     result = run_scenario(scenario, target, journal)
     return result, read_launches(launch_journal_path(journal))
@@ -129,7 +129,7 @@ def test_prompt_options_reads_both_spellings_and_stops_at_the_end_of_options():
 
 
 def test_launch_checks_are_judged_only_where_a_scenario_lists_them():
-    scenario = parse_scenario(f"""
+    scenario = scenario_from_text(f"""
 name: defaults
 append: "{APPEND}"
 steps:
@@ -143,7 +143,7 @@ def test_launch_check_needs_the_callers_text():
     from harness.errors import InputError
 
     with pytest.raises(InputError, match="launch_appended_exactly_once.*needs 'append'"):
-        parse_scenario("""
+        scenario_from_text("""
 name: no-append
 steps:
   - launch: {prompt: "Hi", reply: "Hello"}
@@ -242,7 +242,7 @@ def test_the_merge_gate_sees_a_launcher_regression_at_the_step_it_starts(tmp_pat
     from harness.results import REGRESSION
     from harness.run.differential import compare
 
-    comparison = compare([parse_scenario(SCENARIO)], reference_with(), reference_with(resume_tail=()), tmp_path)
+    comparison = compare([scenario_from_text(SCENARIO)], reference_with(), reference_with(resume_tail=()), tmp_path)
     [sd] = comparison.scenarios
     assert [launch.step for launch in read_launches(launch_journal_path(Path(sd.candidate.journal)))] == [1, 2]
     cell = sd.first_change(APPENDED)

@@ -25,10 +25,10 @@ from harness.fakeapi.core import FakeModelAPI
 from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.isolation.process import run_process
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from test_network_isolation import namespaces, switch_unset  # noqa: F401 - the same fixtures: namespaces required, switch unset
 
-SCENARIO = parse_scenario("name: private\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
+SCENARIO = scenario_from_text("name: private\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
 HOST_NS = {kind: os.readlink(f"/proc/self/ns/{kind}") for kind in ("net", "mnt", "user")}
 
 AGENT = r'''

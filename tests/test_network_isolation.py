@@ -38,7 +38,7 @@ from harness.journal.requests import Journal, read_journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.isolation.process import run_process
 from harness.results import ERROR, RunResult
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets.target_file import load_target_file
 
 OUTSIDE_V4 = ("10.255.255.1", 80)  # unroutable from a namespace with only lo
@@ -140,7 +140,7 @@ def target(tmp_path: Path, mode: str, *extra: str, timeout_s: float = 20):
 
 def scenario(steps: int = 1):
     lines = ['  - launch: {prompt: "one", reply: "One."}', '  - resume: {prompt: "two", reply: "Two."}'][:steps]
-    return parse_scenario("name: netns\nchecks: [identity_stable]\nsteps:\n" + "\n".join(lines) + "\n")
+    return scenario_from_text("name: netns\nchecks: [identity_stable]\nsteps:\n" + "\n".join(lines) + "\n")
 
 
 def home(result: RunResult) -> Path:
@@ -460,10 +460,10 @@ import json, sys
 from pathlib import Path
 from harness.isolation import netns
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets.target_file import load_target_file
 folder = Path(sys.argv[1])
-sc = parse_scenario("name: nobody\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
+sc = scenario_from_text("name: nobody\nchecks: [identity_stable]\nsteps:\n  - launch: {prompt: one, reply: One.}\n")
 result = run_scenario(sc, load_target_file(folder / "netprobe-probe.yaml"), folder / "journal.jsonl", keep_workspace=True)
 step = result.steps[0]
 agent = json.loads((Path(result.workspace) / "home" / "seen-1.json").read_text()) if not result.error else None

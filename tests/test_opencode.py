@@ -16,7 +16,7 @@ import pytest
 
 from harness.journal.exchange import COMPACTION, MAIN, OUTBOUND, SIDE
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import opencode, resolve_target
 from harness.targets.policy_family import EVERY_LAUNCH, FIRST_LAUNCH_ONLY
 
@@ -50,7 +50,7 @@ def target(policy: str):
 
 
 def run(text: str, resolved, tmp_path: Path):
-    result = run_scenario(parse_scenario(text), resolved, tmp_path / "journal.jsonl")
+    result = run_scenario(scenario_from_text(text), resolved, tmp_path / "journal.jsonl")
     records = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines() if line.strip()]
     return result, records
 

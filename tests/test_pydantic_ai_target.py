@@ -29,7 +29,7 @@ from harness.fakeapi.inprocess import http_client
 from harness.journal.requests import read_journal
 from harness.pydantic_ai.loading import load_module
 from harness.results import ERROR, FAIL, PASS
-from harness.scenario.reader import load_scenario, parse_scenario
+from harness.scenario.reader import load_scenario, scenario_from_text
 from harness.targets import expectation_name_problem, pydantic_ai as target_module, resolve_target
 from harness.targets.base import Target
 
@@ -298,10 +298,10 @@ def test_in_process_transport_refuses_any_other_host():
 
 def test_in_process_faults_are_imitated_and_a_hang_times_out(run):
     tg = example("persisted_agent", "anthropic", in_process=True)
-    reset = parse_scenario('name: r\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", reply: [{fault: {kind: reset}}, "56"]}\n')
+    reset = scenario_from_text('name: r\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", reply: [{fault: {kind: reset}}, "56"]}\n')
     result = run(reset, tg)
     assert result.status == PASS and result.steps[0].classes == {"main": 2}  # the SDK retried the reset connection
-    slow = parse_scenario('name: s\nchecks: [history_preserved]\nsteps:\n'
+    slow = scenario_from_text('name: s\nchecks: [history_preserved]\nsteps:\n'
                           '  - launch: {prompt: "hi", timeout_s: 1, reply: [{fault: {kind: slow_first_byte, seconds: 8}, text: "late"}]}\n')
     result = run(slow, tg)
     assert result.status == ERROR and result.error == "step 1 (launch): timed out after 1s; the in-process run was cancelled"
@@ -311,7 +311,7 @@ def test_in_process_faults_are_imitated_and_a_hang_times_out(run):
 @pytest.mark.parametrize("in_process", [False, True])
 def test_a_crashing_agent_is_a_step_error_quoting_its_traceback(run, in_process):
     (tg,) = targets(BROKEN, "failing_agent", "+openai-chat" + ("+in-process" if in_process else ""))
-    result = run(parse_scenario('name: c\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", reply: "x"}\n'), tg)
+    result = run(scenario_from_text('name: c\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", reply: "x"}\n'), tg)
     assert result.status == ERROR
     assert result.error.startswith("step 1 (launch): the agent exited with code 1; stderr ends with:")
     assert "RuntimeError: the agent crashed after the model answered" in result.error

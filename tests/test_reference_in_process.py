@@ -47,7 +47,7 @@ from harness.reference_agent.sse import parse_sse
 from harness.results import ERROR, FAIL, PASS, RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.model import Fault, TextBlock, Turn
-from harness.scenario.reader import load_scenario, load_scenarios, parse_scenario
+from harness.scenario.reader import load_scenario, load_scenarios, scenario_from_text
 from harness.targets import expectation_name_problem, resolve_target
 from harness.targets.reference import build
 from vocabulary import messages_body, step_with
@@ -126,7 +126,7 @@ def test_an_in_process_expectation_name_is_an_error_in_a_scenario_file():
     text = ('name: x\nsteps:\n  - launch: {prompt: hi, reply: "42"}\nchecks: [prefix_stable]\n'
             'expect:\n  reference:timestamp-in-prefix+in-process: {prefix_stable: fail}\n')
     with pytest.raises(InputError, match=r"x\.yaml:6: .*write the expectation for 'reference:timestamp-in-prefix'"):
-        parse_scenario(text, "x.yaml")
+        scenario_from_text(text, "x.yaml")
 
 
 def test_harness_targets_lists_the_in_process_suffix(capsys):
@@ -278,7 +278,7 @@ COMPARED_DEFECTS = [[], ["fresh-identity-per-process"], ["forget-last-reply"], [
 
 def compared(name: str):
     source = COMPARED[name]
-    return parse_scenario(source, "transport-faults.yaml") if isinstance(source, str) else load_scenario(source)
+    return scenario_from_text(source, "transport-faults.yaml") if isinstance(source, str) else load_scenario(source)
 
 
 @pytest.mark.parametrize("defects", COMPARED_DEFECTS, ids=lambda d: ",".join(d) or "clean")
@@ -335,7 +335,7 @@ CRASHES = {
 @pytest.mark.parametrize("name", list(CRASHES))
 def test_a_failing_step_fails_the_same_way_in_both_modes(run, name):
     make, reply, code, said = CRASHES[name]
-    sc = parse_scenario(ONE_STEP % reply, "crash.yaml")
+    sc = scenario_from_text(ONE_STEP % reply, "crash.yaml")
     sub, inp = run(sc, make(False)), run(sc, make(True))
     assert (sub.status, inp.status) == (ERROR, ERROR)
     assert sub.steps[0].exit_code == inp.steps[0].exit_code == code
@@ -369,7 +369,7 @@ def test_an_uncaught_exception_is_exit_1_with_its_traceback_in_both_modes(tmp_pa
 
 
 def test_a_wait_past_the_steps_timeout_cancels_the_in_process_step(run):
-    sc = parse_scenario('name: slow\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", timeout_s: 0.3, '
+    sc = scenario_from_text('name: slow\nchecks: [history_preserved]\nsteps:\n  - launch: {prompt: "hi", timeout_s: 0.3, '
                         'reply: [{fault: {kind: slow_first_byte, seconds: 30}, text: "late"}]}\n', "slow.yaml")
     before = (dict(os.environ), os.getcwd())
     result = run(sc, target([], in_process=True))

@@ -22,7 +22,7 @@ import harness.isolation.process
 from harness.journal.requests import read_journal
 from harness.results import ERROR, PASS, RunResult
 from harness.scenario.model import Scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets.base import Target
 from harness.targets.target_file import load_target_file
 from harness.isolation.workspace import FAKE_API_KEY
@@ -36,7 +36,7 @@ def target(name: str) -> Target:
 
 
 def scenario(name: str, steps: str) -> Scenario:
-    return parse_scenario(f'name: {name}\nappend: "{APPEND}"\nsteps:\n{steps}')
+    return scenario_from_text(f'name: {name}\nappend: "{APPEND}"\nsteps:\n{steps}')
 
 
 THREE_TURNS = """\
@@ -335,7 +335,7 @@ def test_an_agent_that_loops_is_stopped_at_the_cap_and_reported_with_the_count(t
     looping = Target(name="looping", commands={"launch": (sys.executable, "-c", LOOPING_AGENT, "{base_url}")},
                      session_id=SessionIdSource("stdout_regex", "never"))
     journal = tmp_path / "journal.jsonl"
-    scenario = parse_scenario('name: looping\nsteps:\n  - launch: {prompt: "go", reply: "ok"}\nchecks: [identity_stable]\n', "looping.yaml")
+    scenario = scenario_from_text('name: looping\nsteps:\n  - launch: {prompt: "go", reply: "ok"}\nchecks: [identity_stable]\n', "looping.yaml")
     result = run_scenario(scenario, looping, journal)
     assert result.status == ERROR
     assert result.error == (f"step 1 (launch): the agent looped: {MAX_REQUESTS_PER_STEP + 1} model requests in this "

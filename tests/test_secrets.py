@@ -44,7 +44,7 @@ from harness.redaction import (
 from harness.report.console import ConsoleProgress
 from harness.report.html_text import attr, esc
 from harness.results import StepResult
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target
 from harness.isolation.workspace import FAKE_API_KEY
 
@@ -340,7 +340,7 @@ def test_structured_outputs_are_redacted_value_by_value():
 
 def test_progress_lines_are_redacted():
     """A step's notes name what the agent tried to reach, as it named it: the console shows them as they happen."""
-    scenario = parse_scenario("name: s\nappend: x\nsteps:\n  - launch: {prompt: hi, reply: ok}\n")
+    scenario = scenario_from_text("name: s\nappend: x\nsteps:\n  - launch: {prompt: hi, reply: ok}\n")
     stream = io.StringIO()
     step = StepResult(index=1, kind="launch", exit_code=1, error="exited with code 1; stderr ends with: 'token=abc123'",
                       notes=["1 attempt(s) to reach another host refused: user:hunter2@proxy.example:3128"])

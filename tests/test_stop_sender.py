@@ -58,7 +58,7 @@ from pathlib import Path
 from harness.isolation import lifetime, process, stopping
 from harness.run.pool import run_matrix_parallel
 from harness.run.runner import Interrupted, run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets.target_file import load_target_file
 
 def stop(signum, frame):  # as harness/cli.py's handler
@@ -72,7 +72,7 @@ if __name__ == "__main__":  # -n workers import this file again
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)
     installed = stopping.install()
-    scenarios = [parse_scenario(f"name: {name}\nappend: x\nsteps:\n  - launch: {{prompt: a, reply: A}}\n")
+    scenarios = [scenario_from_text(f"name: {name}\nappend: x\nsteps:\n  - launch: {{prompt: a, reply: A}}\n")
                  for name in ("stops", "also")]
     target = load_target_file(folder / f"{mode}.yaml")
     if how == "-n 2":

@@ -19,7 +19,7 @@ from harness.results import UNCHANGED_PASS
 from harness.errors import InputError
 from harness.journal.launches import read_launches
 from harness.run.runner import run_scenario
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target
 from harness.targets.target_file import load_target_file
 from test_checkout_targets import AGENT, commit, git, tools, worktrees  # noqa: F401 - tools is a fixture
@@ -55,7 +55,7 @@ checks: [identity_stable, appended_exactly_once, history_preserved]
 
 
 def verdicts(target) -> dict[str, str]:
-    result = run_scenario(parse_scenario(SCENARIO), target)
+    result = run_scenario(scenario_from_text(SCENARIO), target)
     assert not result.error, result.error
     return {c.check: c.verdict for c in result.checks}
 

@@ -12,7 +12,7 @@ import pytest
 from harness.errors import InputError
 from harness.fakeapi.server import FakeAPIServer
 from harness.scenario.model import ApiError, Scenario, Step, TextBlock, Turn
-from harness.scenario.reader import parse_scenario
+from harness.scenario.reader import scenario_from_text
 from harness.targets import resolve_target
 from harness.targets.base import Target
 
@@ -26,7 +26,7 @@ MODEL = "claude-sonnet-4-5"
 
 
 def parse(*lines: str) -> Scenario:
-    return parse_scenario("\n".join(lines) + "\n", FILE)
+    return scenario_from_text("\n".join(lines) + "\n", FILE)
 
 
 def parse_error(*lines: str) -> InputError:

@@ -142,10 +142,6 @@ def scenario_from_text(text: str, path: str | Path | None = None) -> Scenario:
     return _ScenarioReader(path).scenario(load_located(text, path))[0]
 
 
-# The name the tests still import; one function: it goes once they import scenario_from_text.
-parse_scenario = scenario_from_text
-
-
 def find_scenario_files(path: str | Path) -> list[Path]:
     """``path`` itself if a file; else its *.yaml / *.yml files, recursively, sorted, hidden entries skipped.
 

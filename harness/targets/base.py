@@ -20,7 +20,6 @@ from harness.journal.rules import RequestRule
 from harness.journal.exchange import Exchange
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
-COMMAND_KINDS = ("launch", "resume", "retry", "compact")
 SESSION_ID_SOURCES = ("stdout_json", "stdout_regex", "header")
 DEFAULT_IDENTITY = r"(?m)^You are [^\n]*"
 

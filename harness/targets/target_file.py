@@ -21,8 +21,8 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.journal.rules import RequestRule
+from harness.scenario.model import STEP_KINDS
 from harness.targets.base import (
-    COMMAND_KINDS,
     DEFAULT_IDENTITY,
     SESSION_ID_SOURCES,
     SessionIdSource,
@@ -55,7 +55,7 @@ PROTOCOLS = ("anthropic",)
 # What a target file's strings become, for the NUL refusal's message (validation.Reader.no_nul).
 PATH, REVISION, ENVIRONMENT = ("it is a path", "it is passed to git as an argument",
                                "it becomes an environment value of the agent")
-_TOP_KEYS = ("name", "protocol", "repo", "rev", *COMMAND_KINDS, "session_id", "steps_without_session_id", "identity",
+_TOP_KEYS = ("name", "protocol", "repo", "rev", *STEP_KINDS, "session_id", "steps_without_session_id", "identity",
              "timeout_s", "env", "side_calls")
 WORKING_TREE = "working-tree"  # the name suffix of a `repo:` target run from the folder as it is
 _SIDE_CALL_KEYS = ("model", "system", "prompt")
@@ -104,7 +104,7 @@ class _TargetReader(Reader):
         if protocol not in PROTOCOLS:
             raise self.error(f"expected one of {', '.join(PROTOCOLS)}, got {protocol!r}", doc.key_line("protocol"), "protocol")
         commands = {}
-        for kind in COMMAND_KINDS:
+        for kind in STEP_KINDS:
             if kind in ("launch", "resume"):
                 self.require(doc, kind, "")
             if kind in doc:
@@ -306,12 +306,12 @@ class _TargetReader(Reader):
         if "steps_without_session_id" not in doc:
             return frozenset()
         where, line = "steps_without_session_id", doc.key_line("steps_without_session_id")
-        items = self.list_(doc[where], line, where, f"a list of step kinds ({', '.join(COMMAND_KINDS[1:])})")
+        items = self.list_(doc[where], line, where, f"a list of step kinds ({', '.join(STEP_KINDS[1:])})")
         kinds = set()
         for i, item in enumerate(items):
             kind = self.string(item, items.item_line(i), item_path(where, i))
-            if kind not in COMMAND_KINDS[1:]:
-                raise self.error(f"expected one of {', '.join(COMMAND_KINDS[1:])} (the launch must always print its "
+            if kind not in STEP_KINDS[1:]:
+                raise self.error(f"expected one of {', '.join(STEP_KINDS[1:])} (the launch must always print its "
                                  f"session id), got {kind!r}", items.item_line(i), item_path(where, i))
             kinds.add(kind)
         return frozenset(kinds)
