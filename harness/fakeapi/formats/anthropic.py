@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from harness.fakeapi.cache_sim import CacheFigures, PromptCache
 # The stream half of this WireFormat (a BreakableStream): render_sse, event_name, render_sse_malformed.
-from harness.fakeapi.formats.anthropic_sse import event_name, render_sse, render_sse_malformed  # noqa: F401
+from harness.fakeapi.formats.anthropic_sse import RenderedReply, event_name, render_sse, render_sse_malformed  # noqa: F401
 from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, MODEL_INFO, WRONG_METHOD, BadRequest
 from harness.fakeapi.script import blocks_of
 from harness.journal.exchange import ANTHROPIC
@@ -185,19 +184,6 @@ def _normalize_messages(messages: Any) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- replies
-
-
-@dataclass
-class RenderedReply:
-    message: dict[str, Any]  # the complete message object, as the JSON reply would carry it
-
-    @property
-    def journal_view(self) -> dict[str, Any]:
-        return {
-            "content": self.message["content"],
-            "stop_reason": self.message["stop_reason"],
-            "usage": self.message["usage"],
-        }
 
 
 def cache_figures(cache: PromptCache, normalized: dict[str, Any]) -> CacheFigures:

@@ -8,13 +8,24 @@ what the journal of a faulted stream names (harness/fakeapi/faults.py).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterator
-
-if TYPE_CHECKING:
-    from harness.fakeapi.formats.anthropic import RenderedReply
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 TEXT_CHUNK = 24  # characters per text_delta, so clients must really accumulate
 JSON_CHUNK = 16  # characters per input_json_delta
+
+
+@dataclass
+class RenderedReply:
+    message: dict[str, Any]  # the complete message object, as the JSON reply would carry it
+
+    @property
+    def journal_view(self) -> dict[str, Any]:
+        return {
+            "content": self.message["content"],
+            "stop_reason": self.message["stop_reason"],
+            "usage": self.message["usage"],
+        }
 
 
 def render_sse(reply: RenderedReply) -> Iterator[bytes]:
