@@ -23,25 +23,28 @@ from harness.run.runner import Progress, judge, journal_name, run_scenario
 from harness.scenario.model import Scenario
 from harness.targets.base import Target
 
-Side = tuple[RunResult, list[Exchange], Target, list[Launch]]
+JudgedBySteps = dict[int, list[CheckResult]]  # step index -> the checks judged on the journals as of that step
 
 
-def step_cells(scenario: Scenario, baseline: Side, candidate: Side) -> list[Cell]:
-    """Judge each side on its journal as of every step; a step the run never completed is an error."""
+def judged_by_step(scenario: Scenario, exchanges: list[Exchange], target: Target, launches: list[Launch]) -> JudgedBySteps:
+    """Every check judged once per step, on the journals as they stood after it."""
+    return {step.index: judged_as_of(scenario, step.index, exchanges, target, launches) for step in scenario.steps}
+
+
+def step_cells(scenario: Scenario, results: Sequence[RunResult], judged: Sequence[JudgedBySteps]) -> list[Cell]:
+    """Each side's verdicts as of every step (baseline, candidate); a step the run never completed is an error."""
     cells = []
     for step in scenario.steps:
-        verdicts = [_verdicts_as_of(scenario, step.index, *side) for side in (baseline, candidate)]
+        verdicts = [_verdicts_as_of(scenario, step.index, result, by_step) for result, by_step in zip(results, judged)]
         for check in scenario.checks:
             cells.append(Cell(scenario.name, step.index, check, verdicts[0][check], verdicts[1][check]))
     return cells
 
 
-def _verdicts_as_of(scenario: Scenario, step: int, result: RunResult, exchanges: list[Exchange], target: Target,
-                    launches: list[Launch]) -> dict[str, str]:
-    completed = [s.index for s in result.steps if not s.error]
-    if step not in completed:
+def _verdicts_as_of(scenario: Scenario, step: int, result: RunResult, by_step: JudgedBySteps) -> dict[str, str]:
+    if step not in {s.index for s in result.steps if not s.error}:
         return {check: ERROR for check in scenario.checks}
-    return {r.check: r.verdict for r in judged_as_of(scenario, step, exchanges, target, launches)}
+    return {r.check: r.verdict for r in by_step[step]}
 
 
 def judged_as_of(scenario: Scenario, step: int, exchanges: list[Exchange], target: Target,
@@ -74,13 +77,14 @@ def compare(
             if progress is not None:
                 progress.run_finished(result)
             launches = launch_journal_path(journal)
-            sides.append((result, read_journal(journal) if journal.exists() else [], target,
-                          read_launches(launches) if launches.exists() else []))
-        last = scenario.steps[-1].index
-        baseline_at_end, candidate_at_end = (judged_as_of(scenario, last, exchanges, target, launches)
-                                             for _, exchanges, target, launches in sides)
-        diffs.append(ScenarioDiff(outline(scenario), sides[0][0], sides[1][0], step_cells(scenario, sides[0], sides[1]),
-                                  baseline_at_end, candidate_at_end))
+            judged = judged_by_step(scenario, read_journal(journal) if journal.exists() else [], target,
+                                    read_launches(launches) if launches.exists() else [])
+            sides.append((result, judged))
+        (baseline_result, baseline_judged), (candidate_result, candidate_judged) = sides
+        last = scenario.steps[-1].index  # the end-of-run verdicts, with their evidence, are the last step's
+        cells = step_cells(scenario, (baseline_result, candidate_result), (baseline_judged, candidate_judged))
+        diffs.append(ScenarioDiff(outline(scenario), baseline_result, candidate_result, cells,
+                                  baseline_judged[last], candidate_judged[last]))
     return Comparison(target_outline(baseline), target_outline(candidate), diffs, fail_on_unchanged_fail,
                       tuple(required_fixes))
 
