@@ -6,6 +6,8 @@ process, shows up here as a flip between two steps.
 
 from __future__ import annotations
 
+import re
+
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, where
 from harness.journal.exchange import Exchange
@@ -14,13 +16,18 @@ from harness.results import ERROR, FAIL, PASS, CheckResult
 NAME = "identity_stable"
 
 
-def identity_of(exchange: Exchange, context: CheckContext) -> str | None:
-    """The first identity match, searched block by block in the system prompt."""
-    for block in (exchange.normalized or {}).get("system", []):
+def identity_match(exchange: Exchange, context: CheckContext) -> tuple[int, re.Match[str]] | None:
+    """The first identity match, searched block by block in the system prompt: (the block's index, the match)."""
+    for index, block in enumerate((exchange.normalized or {}).get("system", [])):
         match = context.identity_pattern.search(block["text"])
         if match:
-            return match.group(0)
+            return index, match
     return None
+
+
+def identity_of(exchange: Exchange, context: CheckContext) -> str | None:
+    found = identity_match(exchange, context)
+    return found[1].group(0) if found is not None else None
 
 
 def check(context: CheckContext) -> CheckResult:

@@ -3,7 +3,7 @@
 The HTML report shows the run's first main request beside the request a
 failing check points at. Every span, count and offset it marks comes from
 here, through the functions the checks judge with (prefix_blocks, the block
-separator, count_in_instructions, identity_of's block-by-block search,
+separator, count_in_instructions, identity_match,
 first_difference), so the page can only ever show what the verdict saw.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import replace
 from harness.checks.appended import count_in_instructions
 from harness.checks.context import CheckContext
 from harness.checks.evidence import first_difference, where
+from harness.checks.identity import identity_match
 from harness.checks.prefix import BLOCK_SEPARATOR, breakpoint_index, prefix_blocks, system_prefix, tools_bytes
 from harness.journal.conversation import message_text
 from harness.journal.exchange import Exchange
@@ -66,13 +67,12 @@ def _shown(exchange: Exchange, context: CheckContext) -> ShownRequest:
         return (starts[index], prefix_marks) if index in starts else (0, outside_marks[index])
 
     identity = None
-    for index, block in enumerate(blocks):  # the first match, block by block, as identity_of reads it
-        match = context.identity_pattern.search(block["text"])
-        if match:
-            identity = match.group(0)
-            base, marks = marks_of(index)
-            marks.append(Mark(base + match.start(), base + match.end(), IDENTITY))
-            break
+    found = identity_match(exchange, context)  # the line identity_stable compares
+    if found is not None:
+        index, match = found
+        identity = match.group(0)
+        base, marks = marks_of(index)
+        marks.append(Mark(base + match.start(), base + match.end(), IDENTITY))
     messages = [message_text(m) for m in normalized.get("messages", []) if m.get("role") == "system"]
     message_marks: list[list[Mark]] = [[] for _ in messages]
     text = (context.append or "").strip()
