@@ -30,6 +30,7 @@ import pytest
 
 from harness import cli as harness_cli
 from harness.errors import InputError
+from harness.execution.base import StepCall
 from harness.execution.in_process import InProcessSteps
 from harness.execution.subprocess import SubprocessSteps
 from harness.fakeapi.core import FakeModelAPI
@@ -358,7 +359,7 @@ def test_an_uncaught_exception_is_exit_1_with_its_traceback_in_both_modes(tmp_pa
     sub = run_process([sys.executable, "-m", "harness.reference_agent", *flags], env, tmp_path, 60,
                       tmp_path / "sub.out", tmp_path / "sub.err")
     before = (dict(os.environ), os.getcwd())
-    inp = run_in_process([ARGV0, *flags], env, tmp_path, 60, tmp_path / "inp.out", tmp_path / "inp.err", api)
+    inp = run_in_process(StepCall([ARGV0, *flags], env, tmp_path, 60, tmp_path / "inp.out", tmp_path / "inp.err", "the agent"), api)
     assert (dict(os.environ), os.getcwd()) == before  # environment and working directory restored
     assert sub.exit_code == inp.exit_code == 1 and inp.launch_error is None
     for mode in ("sub", "inp"):

@@ -20,15 +20,15 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping
 
 from harness.execution.base import OneStepAtATime, StepCall, StepSession
 from harness.fakeapi.core import FakeModelAPI
 from harness.isolation.netns import StepIsolation
 from harness.isolation.process import ProcessOutcome
 
-# A step's agent called in this process: (argv, env, cwd, timeout_s, stdout_path, stderr_path, api) -> its outcome.
-InProcessCall = Callable[[Sequence[str], Mapping[str, str], Path, float, Path, Path, FakeModelAPI], ProcessOutcome]
+# A step's agent called in this process: the step as the session built it, the run's fake API -> its outcome.
+InProcessCall = Callable[[StepCall, FakeModelAPI], ProcessOutcome]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ class InProcessSteps(OneStepAtATime):
 
     def carry_out(self, call: StepCall, session: StepSession) -> tuple[StepIsolation, ProcessOutcome]:
         isolation = StepIsolation(argv=call.argv, notes=["ran in the harness process: no subprocess, no network namespace"])
-        outcome = self.call(call.argv, call.env, call.cwd, call.timeout_s, call.stdout_path, call.stderr_path,
-                            session.api)
+        outcome = self.call(call, session.api)
         return isolation, outcome
 
 

@@ -29,40 +29,31 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
-from typing import Mapping, Sequence
 
 from harness.fakeapi.core import FakeModelAPI
 from harness.isolation.process import ProcessOutcome
 from harness.pydantic_ai import driver
+from harness.execution.base import StepCall
 from harness.execution.in_process import CapturedStep
 from harness.pydantic_ai.loading import LoadError
 
 ARGV0 = "in-process:harness.pydantic_ai.driver"  # first argv item of an in-process step, shown in reports
 
 
-def run_in_process(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    cwd: Path,
-    timeout_s: float,
-    stdout_path: Path,
-    stderr_path: Path,
-    api: FakeModelAPI,
-) -> ProcessOutcome:
+def run_in_process(call: StepCall, api: FakeModelAPI) -> ProcessOutcome:
     """One step, as run_process would run it, minus the process."""
-    step = CapturedStep(api, stdout_path, stderr_path)
+    step = CapturedStep(api, call.stdout_path, call.stderr_path)
     try:
-        args = driver.parser().parse_args(list(argv[1:]))
+        args = driver.parser().parse_args(list(call.argv[1:]))
     except SystemExit as exc:  # argparse already wrote why
         return ProcessOutcome(int(exc.code or 2), time.monotonic() - step.started, step.pid,
-                              launch_error=f"bad in-process driver arguments: {list(argv[1:])!r}")
-    with step.running(env, cwd):
+                              launch_error=f"bad in-process driver arguments: {list(call.argv[1:])!r}")
+    with step.running(call.env, call.cwd):
         try:
-            summary = asyncio.run(_bounded(args, api, timeout_s))
+            summary = asyncio.run(_bounded(args, api, call.timeout_s))
             print(json.dumps(summary, ensure_ascii=False))
         except _Expired:
-            step.expired(timeout_s)
+            step.expired(call.timeout_s)
         except (driver.StepError, LoadError) as exc:
             step.exit_code = 2
             print(f"pydantic-ai driver: {exc}", file=step.err)

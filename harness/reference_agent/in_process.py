@@ -36,11 +36,10 @@ What this mode cannot do as a process would:
 from __future__ import annotations
 
 import io
-from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from harness.fakeapi.core import FakeModelAPI
-from harness.execution.base import IN_PROCESS_BASE_URL
+from harness.execution.base import IN_PROCESS_BASE_URL, StepCall
 from harness.execution.in_process import CapturedStep
 from harness.isolation.process import ProcessOutcome
 
@@ -58,15 +57,7 @@ def step_environment(env: Mapping[str, str]) -> dict[str, str]:
             for name, value in env.items()}
 
 
-def run_in_process(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    cwd: Path,
-    timeout_s: float,
-    stdout_path: Path,
-    stderr_path: Path,
-    api: FakeModelAPI,
-) -> ProcessOutcome:
+def run_in_process(call: StepCall, api: FakeModelAPI) -> ProcessOutcome:
     """One step, as run_process would run `python -m harness.reference_agent ARGS`, minus the process."""
     import httpx
 
@@ -74,22 +65,22 @@ def run_in_process(
     from harness.reference_agent import cli
     from harness.reference_agent.httpx_connection import HttpxConnection
 
-    step = CapturedStep(api, stdout_path, stderr_path)
-    if not argv or argv[0] != ARGV0:
-        return ProcessOutcome(None, 0.0, step.pid, launch_error=f"not an in-process reference-agent command: {list(argv)!r}")
-    step_env = step_environment(env)
-    transport = SyncRespxTransport(router_for(api, BASE_URL), deadline=step.started + timeout_s)
-    with httpx.Client(transport=transport, trust_env=False) as http, step.running(step_env, cwd):
+    step = CapturedStep(api, call.stdout_path, call.stderr_path)
+    if not call.argv or call.argv[0] != ARGV0:
+        return ProcessOutcome(None, 0.0, step.pid, launch_error=f"not an in-process reference-agent command: {list(call.argv)!r}")
+    step_env = step_environment(call.env)
+    transport = SyncRespxTransport(router_for(api, BASE_URL), deadline=step.started + call.timeout_s)
+    with httpx.Client(transport=transport, trust_env=False) as http, step.running(step_env, call.cwd):
 
         def connect(scheme: str, host: str, port: int | None, timeout: float) -> HttpxConnection:
             return HttpxConnection(http, scheme, host, port, timeout)
 
         try:
-            step.exit_code = cli.main(list(argv[1:]), step_env, connect=connect)
+            step.exit_code = cli.main(list(call.argv[1:]), step_env, connect=connect)
         except SystemExit as exc:  # argparse, or the agent itself
             step.exit_code = _system_exit_code(exc.code, step.err)
         except StepExpired:
-            step.expired(timeout_s)
+            step.expired(call.timeout_s)
         except Exception:  # the interpreter's behaviour for an uncaught exception
             step.crashed()
     return step.outcome()
