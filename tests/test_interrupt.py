@@ -87,6 +87,33 @@ def test_a_stopped_run_is_reported_as_interrupted_and_its_step_killed(tmp_path, 
     assert not alive(pids["agent"]) and not alive(pids["child"]), "the interrupted step's process group outlived the harness"
 
 
+def test_a_stopped_diff_says_no_comparison_was_made_in_its_reports(tmp_path):
+    (tmp_path / "b.yaml").write_text(SCENARIO.format(name="b-stopped-during", more="  - resume: {prompt: b, reply: B}\n"))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "out"
+    hang = str(AGENTS / "hang-on-resume.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "diff", "b.yaml", "-b", hang, "-c", hang, "--report-dir", str(out)],
+        cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_foreground,
+    )
+    try:
+        wait_for("harness-b-stopped-during*/home/pids.json", scratch)  # the baseline's resume is hanging now
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert "harness diff: INTERRUPTED during b-stopped-during" in stderr and "no comparison was made" in stderr
+    assert (out / "summary.md").read_text().startswith("# harness diff: INTERRUPTED during b-stopped-during")
+    document = json.loads((out / "comparison.json").read_text())
+    assert document["interrupted"] is True and document["error"].startswith("interrupted during step 2 (resume)")
+    assert not list(out.glob(".*partial*")), "a report was left half written"
+
+
 def _running() -> list[tuple[int, int, int]]:
     """(pid, parent pid, process group) of every running (not zombie) process, from /proc."""
     found = []

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.run.differential import compare
-    from harness.report import console, folder
+    from harness.report import console, files, folder
     from harness.report import comparison as report
     from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.runner import Interrupted
@@ -60,9 +60,10 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         who = stopping.stop_message()
         note = (f"harness diff: INTERRUPTED during {stop.result.scenario} on {stop.result.target}"
                 f"{f' ({who})' if who else ''}; no comparison was made\n")
-        (report_dir / "summary.md").write_text(redact(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n"))
-        (report_dir / "comparison.json").write_text(
-            json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
+        # Whole or not at all, as every report file (harness/report/files.py).
+        files.write_text(report_dir / "summary.md", redact(f"# {note}\nJournals of the runs so far: `{report_dir / 'journal'}`\n"))
+        files.write_text(report_dir / "comparison.json",
+                         json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
         print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
