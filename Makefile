@@ -48,6 +48,8 @@ browser:
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	@# The distribution was called `harness` before it took a name of its own on PyPI: two would both register `harness`.
+	$(BIN)/python -m pip uninstall --quiet --yes harness 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 

@@ -19,6 +19,7 @@ import sys
 from typing import Sequence
 
 from harness.commands.common import EXIT_DIFFERS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401  (the exit codes, named here)
+from harness import DISTRIBUTION, __version__
 from harness.errors import InputError
 from harness.isolation.process import request_stop
 # Every entry point installs the two rules the scenario reader is given from above (harness/scenario/installed_rules.py).
@@ -31,12 +32,23 @@ COMMANDS = {"run": "run", "diff": "diff", "explore": "explore", "import": "impor
 STARTS_AGENTS = ("run", "diff", "explore", "minimize")
 
 
+def _version() -> str:
+    """The installed distribution's version; the source's own when run from a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return __version__
+
+
 def _command(name: str):
     return importlib.import_module(f"harness.commands.{COMMANDS[name]}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"harness {_version()} (the {DISTRIBUTION} distribution)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         _command(name).add_parser(sub)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness import install_hint
 from harness.errors import InputError
 from harness.explore import profiles
 from harness.explore.vocabulary import first_line, step_kinds
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None)
     try:
         import hypothesis  # noqa: F401
     except ImportError:
-        raise InputError("harness explore needs Hypothesis: pip install 'harness[explore]' (make install has it)") from None
+        raise InputError(f"harness explore needs Hypothesis: {install_hint('explore')} (make install has it)") from None
     from harness.explore.machine import ExplorationError
     from harness.explore.search import Budget, explore_target
     from harness.targets import resolve_targets

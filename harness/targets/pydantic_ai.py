@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import harness
+from harness import install_hint
 from harness.errors import InputError
 from harness.execution.in_process import InProcessSteps
 from harness.execution.subprocess import SubprocessSteps
@@ -123,7 +124,7 @@ def _validate(spec_text: str, module_arg: str, function: str, search_path: str) 
         from harness.pydantic_ai import loading
     except ImportError as exc:
         raise InputError(f"target {spec_text!r}: pydantic-ai is not importable by this interpreter ({exc}); "
-                         "install it with pip install 'harness[pydantic-ai]'") from None
+                         f"install it with {install_hint('pydantic-ai')}") from None
     scratch = Path(tempfile.mkdtemp(prefix="harness-pydantic-ai-check-"))
     try:
         (scratch / "home").mkdir()

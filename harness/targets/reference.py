@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import harness
+from harness import install_hint
 from harness.errors import InputError
 from harness.execution.in_process import InProcessSteps
 from harness.execution.subprocess import SubprocessSteps
@@ -81,7 +82,7 @@ def _require_in_process_support(spec: str) -> None:
         import harness.reference_agent.httpx_connection  # noqa: F401
     except ImportError as exc:
         raise InputError(f"target {spec!r}: the in-process mode needs httpx and respx, not importable here ({exc}); "
-                         "install them with pip install 'harness[explore]'") from None
+                         f"install them with {install_hint('explore')}") from None
 
 
 def build(defects: list[str], in_process: bool = False) -> Target:
