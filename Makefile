@@ -91,7 +91,7 @@ test: tools browser
 
 # Every round is its own pytest item; one failure fails the target (not part of make test).
 soak: install
-	$(BIN)/python -m pytest scenarios -n 2 -p no:cacheprovider -q --target reference --harness-repeat $(SOAK_ROUNDS)
+	$(BIN)/python -m pytest scenarios -n 2 -p no:cacheprovider -q --harness-target reference --harness-repeat $(SOAK_ROUNDS)
 
 # What the harness costs, measured in one run (not part of make test): its overhead over the bare agent processes
 # (reference and the pinned Claude Code), the fake API's added latency and throughput, in-process exploration

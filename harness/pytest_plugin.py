@@ -1,9 +1,21 @@
-"""`pytest scenarios/`: each scenario × target (or baseline → candidate) is a test item with a readable failure.
+"""pytest items for scenarios: each scenario × target (or baseline → candidate) a test item with a readable failure.
 
-Registered through the `pytest11` entry point. YAML files inside a folder
-named `scenarios` are collected; a broken one is a collection error (never a
-skip). Each item starts its own fake API on its own port with its own HOME,
-so `pytest -n auto` works unchanged.
+Registered through the `pytest11` entry point, so it is loaded in every suite
+of a project that installs the harness: it must fit a team's own suite. Its
+options are all `--harness-*` (a conftest of the team's may define its own
+`--target`), and it collects only what the project configured:
+
+- a `.yaml`/`.yml` file inside one of the `scenarios` paths of the project's
+  `[tool.harness]` table (harness/config), except explore's inbox and folders
+  named `found` below them unless the command line names them;
+- a `.yaml`/`.yml` file named itself on the command line.
+
+Nothing else, so an unrelated fixture under `tests/fixtures/scenarios/` is
+never read as a scenario; with no configuration, only files named on the
+command line. When pytest is given no paths (it uses `testpaths` or the
+rootdir), the configured scenario paths are collected too. A broken scenario
+is a collection error (never a skip). Each item starts its own fake API on
+its own port with its own HOME, so `pytest -n auto` works unchanged.
 """
 
 from __future__ import annotations
@@ -12,38 +24,38 @@ from pathlib import Path
 
 import pytest
 
+from harness import config as harness_config
 from harness.errors import InputError
 from harness.results import CANNOT_EXPRESS, RunResult
 # Every entry point installs the two rules the scenario reader is given from above (harness/scenario/installed_rules.py).
 import harness.fakeapi.formats.anthropic  # noqa: F401,E402
 import harness.targets  # noqa: F401,E402
 
-SCENARIO_FOLDER = "scenarios"
-TARGETS_INI = "harness_targets"
-NO_TARGET = (f"no target: pass --target T (for example --target reference, the built-in reference agent), or "
-             f"configure one with `{TARGETS_INI}` in the pytest configuration; without one, nothing would say "
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+NO_TARGET = ("no target: pass --harness-target T (for example --harness-target reference, the built-in reference "
+             "agent), or name the project's in `targets` of its [tool.harness] table; without one, nothing would say "
              "which agent these scenarios judged")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("harness", "agent launcher scenarios")
-    group.addoption("--target", action="append", dest="harness_targets", default=[], metavar="T",
-                    help="target to run each scenario against (repeatable; default: reference)")
+    group = parser.getgroup("harness", "agent launcher scenarios (the [tool.harness] table sets the defaults)")
+    group.addoption("--harness-target", action="append", dest="harness_targets", default=[], metavar="T",
+                    help="target to run each scenario against, repeatable (default: the table's `targets`)")
     group.addoption("--harness-journal-dir", dest="harness_journal_dir", default=None, metavar="DIR",
                     help="keep each scenario run's journal (JSONL) in DIR")
     group.addoption("--harness-repeat", dest="harness_repeat", type=int, default=1, metavar="N",
                     help="run each scenario × target N times, each a separate item (a flakiness budget: make soak)")
-    group.addoption("--baseline", dest="harness_baseline", default=None, metavar="T1",
-                    help="compare: each scenario runs on T1 and on --candidate; a regression fails the item")
-    group.addoption("--candidate", dest="harness_candidate", default=None, metavar="T2", help="compare: see --baseline")
-    group.addoption("--fail-on-unchanged-fail", dest="harness_fail_on_unchanged_fail", action="store_true",
+    group.addoption("--harness-baseline", dest="harness_baseline", default=None, metavar="T1",
+                    help="compare: each scenario runs on T1 and on --harness-candidate; a regression fails the item")
+    group.addoption("--harness-candidate", dest="harness_candidate", default=None, metavar="T2",
+                    help="compare: see --harness-baseline")
+    group.addoption("--harness-fail-on-unchanged-fail", dest="harness_fail_on_unchanged_fail", action="store_true",
                     help="compare: a check failing on both sides fails the item too")
-    group.addoption("--require-fix", dest="harness_require_fix", action="append", default=[], metavar="SCENARIO",
+    group.addoption("--harness-require-fix", dest="harness_require_fix", action="append", default=[], metavar="SCENARIO",
                     help="compare: this scenario must fail on the baseline and pass on the candidate; repeatable")
-    group.addoption("--target-file-from-working-tree", dest="harness_target_file_from_working_tree", action="store_true",
+    group.addoption("--harness-target-file-from-working-tree", dest="harness_target_file_from_working_tree",
+                    action="store_true",
                     help="for FILE@REV targets, read the target file from the working tree instead of as it is at REV")
-    parser.addini(TARGETS_INI, type="linelist", default=[],
-                  help="targets to run scenarios against when no --target is given (a project's configured default)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,6 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline, candidate = config.getoption("harness_baseline"), config.getoption("harness_candidate")
     from_tree = {"target_file_from_working_tree": config.getoption("harness_target_file_from_working_tree")}
     try:
+        project = harness_config.load(config.rootpath)
+        config._harness_config = project  # type: ignore[attr-defined]
+        config._harness_collection = _Collection(project, config)  # type: ignore[attr-defined]
+        _add_configured_paths(config, project)
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
         if not hasattr(config, "workerinput"):  # once per session: what the runs of a killed session left behind
@@ -65,14 +81,14 @@ def pytest_configure(config: pytest.Config) -> None:
         if baseline is None and candidate is None:
             # A scenario run without a named agent used to run the reference agent in silence: an outside team's
             # `pytest` went green on items `[reference]` while its own agent never ran. None: collection says so.
-            specs = config.getoption("harness_targets") or config.getini(TARGETS_INI)
+            specs = config.getoption("harness_targets") or project.target_specs()
             config._harness_targets = resolve_targets(specs, **from_tree) if specs else None  # type: ignore[attr-defined]
             config._harness_pair = None  # type: ignore[attr-defined]
             return
         if baseline is None or candidate is None or config.getoption("harness_targets"):
-            raise InputError("compare with both --baseline and --candidate, and without --target")
+            raise InputError("compare with both --harness-baseline and --harness-candidate, and without --harness-target")
         pair = []
-        for option, spec in (("--baseline", baseline), ("--candidate", candidate)):
+        for option, spec in (("--harness-baseline", baseline), ("--harness-candidate", candidate)):
             targets = resolve_target(spec, **from_tree)
             if len(targets) != 1:
                 raise InputError(f"{option} {spec!r} stands for {len(targets)} targets; name one")
@@ -83,31 +99,59 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"harness: {exc}") from None
 
 
+def _add_configured_paths(config: pytest.Config, project: harness_config.Config) -> None:
+    """`pytest` with no paths collects the configured scenarios too, wherever `testpaths` points."""
+    if project.path is None or config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    given = [Path(config.invocation_params.dir, arg.split("::")[0]).resolve() for arg in config.args]
+    for folder in _Collection.configured(project):
+        if folder.exists() and not any(folder == g or folder.is_relative_to(g) for g in given):
+            config.args.append(str(folder))
+            given.append(folder)
+
+
+class _Collection:
+    """Which YAML files are scenarios: inside the configured paths, or named on the command line."""
+
+    def __init__(self, project: harness_config.Config, config: pytest.Config):
+        self.paths = self.configured(project) if project.path is not None else []
+        self.inbox = (project.folder / project.explore_inbox).resolve()
+        here = Path(config.invocation_params.dir)
+        given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []  # not testpaths
+        self.named = [(here / arg.split("::")[0]).resolve() for arg in given]
+
+    @staticmethod
+    def configured(project: harness_config.Config) -> list[Path]:
+        return [(project.folder / p).resolve() for p in project.scenarios]
+
+    def wants(self, file_path: Path) -> bool:
+        if file_path.suffix not in SCENARIO_SUFFIXES:
+            return False
+        file_path = file_path.resolve()
+        if file_path in self.named:
+            return True
+        inside = next((p for p in self.paths if file_path == p or file_path.is_relative_to(p)), None)
+        return inside is not None and not self._unnamed_inbox(file_path, inside)
+
+    def _unnamed_inbox(self, file_path: Path, scenarios: Path) -> bool:
+        """In explore's inbox (or a `found` folder, as `harness run` skips them) and not named on the command line.
+
+        As with `harness run`, the inbox is replayed when named and otherwise left out of the library.
+        """
+        from harness.scenario.reader import FOUND_FOLDER
+
+        inboxes = [self.inbox] if file_path.is_relative_to(self.inbox) and self.inbox != scenarios else []
+        below = file_path.relative_to(scenarios).parts[:-1]
+        if FOUND_FOLDER in below:
+            inboxes.append(scenarios.joinpath(*below[:below.index(FOUND_FOLDER) + 1]))
+        return any(not any(n == box or n.is_relative_to(box) for n in self.named) for box in inboxes)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if file_path.suffix in (".yaml", ".yml") and SCENARIO_FOLDER in file_path.parent.parts:
-        if _unnamed_finding(file_path, parent.config):
-            return None
+    collection = getattr(parent.config, "_harness_collection", None)
+    if collection is not None and collection.wants(file_path):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
-
-
-def _unnamed_finding(file_path: Path, config: pytest.Config) -> bool:
-    """A file in `harness explore`'s inbox (scenarios/.../found/) that the command line did not name.
-
-    As with `harness run`, the inbox is replayed when named and otherwise left out of the library.
-    """
-    from harness.scenario.reader import FOUND_FOLDER
-
-    parts = file_path.parent.parts
-    below_scenarios = parts[parts.index(SCENARIO_FOLDER) + 1:]
-    if FOUND_FOLDER not in below_scenarios:
-        return False
-    found_dir = Path(*parts[:parts.index(SCENARIO_FOLDER) + 1 + below_scenarios.index(FOUND_FOLDER) + 1]).resolve()
-    for arg in config.args:
-        named = (Path(config.invocation_params.dir) / arg.split("::")[0]).resolve()
-        if named == found_dir or found_dir in named.parents:
-            return False
-    return True
 
 
 class ScenarioFile(pytest.File):

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from harness import config
+from harness.config import TOOLS_ENV
 from harness.explore import profiles
 
 from harness.fakeapi.core import FakeModelAPI
@@ -25,6 +27,10 @@ from harness.results import RunResult
 from harness.run.runner import run_scenario
 from harness.scenario.model import Scenario
 from harness.targets.base import Target
+
+# The agent builds `make tools` installed, wherever a test's harness runs from (a subprocess in tmp_path finds no
+# [tool.harness] table and would otherwise install them again into the user's cache folder).
+os.environ.setdefault(TOOLS_ENV, str(config.load(Path(__file__).resolve().parent.parent).tools_folder()))
 
 # Derandomized unless asked otherwise (HYPOTHESIS_PROFILE=deep, or --hypothesis-profile deep): a red CI run
 # is the same red run on a laptop.

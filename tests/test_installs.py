@@ -105,7 +105,14 @@ def test_harness_tools_dir_decides_the_tool_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(installs.ENV_VAR, "relative/tools")
     assert installs.tools_root() == tmp_path.resolve() / "relative" / "tools"  # resolved once, not per cwd later
-    monkeypatch.delenv(installs.ENV_VAR)  # unset: .tools/ beside this source checkout
+    monkeypatch.delenv(installs.ENV_VAR)  # unset, and no configuration here: the user's cache folder
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert installs.tools_root() == tmp_path / "cache" / "harness" / "tools"
+    (tmp_path / "harness.toml").write_text('tools_dir = "agents"\n')  # a configured tools_dir, relative to its file
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert installs.tools_root() == tmp_path.resolve() / "agents"
+    monkeypatch.chdir(Path(harness.__file__).resolve().parent.parent)  # this repository's table says .tools
     assert installs.tools_root() == Path(harness.__file__).resolve().parent.parent / ".tools"
 
 

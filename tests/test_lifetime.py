@@ -192,8 +192,8 @@ def test_a_sigkilled_pytest_session_leaves_no_process_of_its_items(folder):
     tmp_path, scratch = folder
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "a.yaml").write_text(SCENARIO.format(name="a"))
-    harness = start([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "scenarios",
-                     "--target", "hanging.yaml"], tmp_path, scratch)
+    harness = start([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "scenarios/a.yaml",
+                     "--harness-target", "hanging.yaml"], tmp_path, scratch)
     kill_and_check(harness, scratch, agents=1)
 
 

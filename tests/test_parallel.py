@@ -353,7 +353,9 @@ def test_pytest_xdist_gives_the_serial_outcome_of_every_item(tmp_path):
         "  reference:drop-append-on-resume: {appended_exactly_once: fail, prefix_stable: fail}\n")))
     (folder / "grass.yaml").write_text(PLUGIN_SCENARIO.format(name="grass", expect=(
         "expect:\n  reference:forget-last-reply: {history_preserved: fail}\n")))  # mismatches on drop-append only
-    targets = ["--target", "reference", "--target", "reference:forget-last-reply", "--target", "reference:drop-append-on-resume"]
+    (tmp_path / "harness.toml").write_text('scenarios = ["scenarios"]\n')
+    targets = ["--harness-target", "reference", "--harness-target", "reference:forget-last-reply",
+               "--harness-target", "reference:drop-append-on-resume"]
 
     outcomes = {}
     for workers in ("0", "2"):

@@ -119,7 +119,7 @@ ENTRY_POINTS = {
     "run -n 2": lambda f: ["cli", "run", "-n", "2", str(f), "--report-dir", str(f.parent / "report")],
     "diff": lambda f: ["cli", "diff", str(f), "-b", "reference", "-c", "reference", "--report-dir", str(f.parent / "report")],
     "minimize": lambda f: ["cli", "minimize", str(f), "--target", "reference"],
-    "pytest plugin": lambda f: ["pytest", str(f), "--target", "reference", "-q"],
+    "pytest plugin": lambda f: ["pytest", str(f), "--harness-target", "reference", "-q"],
 }
 
 

@@ -1,7 +1,8 @@
 """The project-local tool folder: exact versions of the agents under test, installed once, side by side.
 
-`.tools/<tool>/<version>/` beside the source checkout (or $HARNESS_TOOLS_DIR),
-never committed, reused across runs. Installs happen under a lock and count only
+`<tools>/<tool>/<version>/`, where <tools> is $HARNESS_TOOLS_DIR, else the
+project's configured `tools_dir` (this repository's says `.tools`), else
+~/.cache/harness/tools: never committed, reused across runs and projects. Installs happen under a lock and count only
 once marked complete, so parallel workers asking for the same version install it
 once and nobody ever runs a half-installed tool. npm packages are staged and
 renamed into place; a Python virtualenv cannot move (its scripts name their
@@ -22,10 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-import harness
+from harness.config import TOOLS_ENV
 from harness.errors import InputError
 
-ENV_VAR = "HARNESS_TOOLS_DIR"
+ENV_VAR = TOOLS_ENV
 VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?")
 _INSTALL_TIMEOUT_S = 900
 
@@ -51,14 +52,10 @@ def node_script(tool: str, package: str, version: str, relative: str) -> tuple[s
 
 
 def tools_root() -> Path:
-    """$HARNESS_TOOLS_DIR, else .tools/ in the source checkout, else the user's cache folder."""
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR]).resolve()
-    checkout = Path(harness.__file__).resolve().parent.parent
-    if (checkout / "pyproject.toml").is_file():
-        return checkout / ".tools"
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "harness" / "tools"
+    """$HARNESS_TOOLS_DIR, else the configuration's tools_dir, else the user's cache folder (harness/config)."""
+    from harness import config
+
+    return config.current().tools_folder()
 
 
 def npm_package_dir(tool: str, package: str, version: str, *, quiet: bool = False) -> Path:
