@@ -51,14 +51,14 @@ def scenario_file(tmp_path: Path) -> Path:
 def test_choose_keeps_the_commands_order_whatever_order_the_names_come_in():
     chosen = choose(["junit,json", "console"], RUN_REPORTERS, "run")
     assert [r.name for r in chosen] == ["json", "junit", "console"]
-    assert [r.name for r in choose([], RUN_REPORTERS, "run")] == ["json", "markdown", "junit", "console"]
+    assert [r.name for r in choose([], RUN_REPORTERS, "run")] == ["json", "markdown", "junit", "html", "console"]
     assert files_of(choose([], DIFF_REPORTERS, "diff")) == ("comparison.json", "summary.md", "junit.xml", "report.html")
 
 
 def test_an_unknown_reporter_names_the_choices():
     with pytest.raises(InputError) as raised:
-        choose(["json,html"], RUN_REPORTERS, "run")
-    assert str(raised.value) == "--reporter 'html': `harness run` has no such reporter; choose from json, markdown, junit, console"
+        choose(["json,pdf"], RUN_REPORTERS, "run")
+    assert str(raised.value) == "--reporter 'pdf': `harness run` has no such reporter; choose from json, markdown, junit, html, console"
 
 
 def test_fan_out_tells_each_reporter_what_was_written_before_it(tmp_path):
@@ -89,10 +89,10 @@ def test_a_failed_write_stops_the_fan_out(tmp_path):
 def test_the_run_reporters_write_their_files_and_the_console_says_where(tmp_path, capsys):
     result = RunResult("two-turns", "reference", "pass")
     written = fan_out(RUN_REPORTERS, [result], tmp_path, ReportContext(("harness", "run")))
-    assert written == [tmp_path / "results.json", tmp_path / "summary.md", tmp_path / "junit.xml"]
+    assert written == [tmp_path / "results.json", tmp_path / "summary.md", tmp_path / "junit.xml", tmp_path / "report.html"]
     out = capsys.readouterr().out
     assert out.rstrip().endswith(f"reports: {tmp_path / 'results.json'}, {tmp_path / 'summary.md'}, "
-                                 f"{tmp_path / 'junit.xml'}, {tmp_path / 'journal'}/")
+                                 f"{tmp_path / 'junit.xml'}, {tmp_path / 'report.html'}, {tmp_path / 'journal'}/")
 
 
 # --------------------------------------------------------------------------- --reporter on the command line

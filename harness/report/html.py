@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.report import files
 from harness.report.html_diffview import diff_view
+from harness.report.html_page import TIMELINE_HEAD, document, step_cells
 from harness.report.html_style import CSS
 from harness.report.html_text import attr, esc
 from harness.results import CHANGES, FAIL, SIDES, Comparison, RunResult, ScenarioDiff, TargetOutline
@@ -30,7 +31,6 @@ CHANGE_LABELS = {
     "unchanged-fail": "unchanged-fail: both fail",
     "unchanged-pass": "unchanged-pass: both pass",
 }
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; base-uri 'none'; form-action 'none'"
 
 
 def render_comparison(comparison: Comparison, command: list[str] | None = None) -> str:
@@ -42,15 +42,7 @@ def render_comparison(comparison: Comparison, command: list[str] | None = None) 
         _matrix(comparison, anchors),
         *(_scenario(comparison, sd, anchors[i]) for i, sd in enumerate(comparison.scenarios)),
     ]
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{attr(CSP)}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
+    return document(title, CSS, body)
 
 
 def write_comparison(comparison: Comparison, path: Path, command: list[str] | None = None) -> Path:
@@ -190,19 +182,9 @@ def _timeline(sd: ScenarioDiff, side: str, target: TargetOutline) -> str:
             rows.append(f'<tr data-step="{step.index}"><td class="num">{step.index}</td><td>{esc(step.kind)}</td>'
                         '<td colspan="8" class="muted">not run</td></tr>')
             continue
-        state = "timeout" if run.timed_out else esc(run.exit_code)
-        classes = ", ".join(f"{n} {esc(k)}" for k, n in run.classes.items()) or "none"
-        notes = "<br>".join(esc(n) for n in run.notes)
-        rows.append(
-            f'<tr data-step="{run.index}"><td class="num">{run.index}</td><td>{esc(run.kind)}</td>'
-            f'<td class="num exit">{state}</td><td class="num">{run.duration_s:.2f}s</td>'
-            f'<td class="num">{run.requests}</td><td class="classes">{classes}</td>'
-            f'<td class="mono session">{esc(run.session_id or "")}</td><td class="mono">{esc(", ".join(map(str, run.pids)))}</td>'
-            f"<td>{notes}</td><td class=\"err\">{esc(run.error or '')}</td></tr>"
-        )
-    table = ('<table class="timeline" data-side="' + side + '"><thead><tr><th>step</th><th>kind</th><th>exit</th>'
-             "<th>duration</th><th>requests</th><th>by class</th><th>session id</th><th>pids</th><th>notes</th>"
-             f"<th>error</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        rows.append(f'<tr data-step="{run.index}">{step_cells(run)}</tr>')
+    table = (f'<table class="timeline" data-side="{side}"><thead><tr>{TIMELINE_HEAD}</tr></thead>'
+             f"<tbody>{''.join(rows)}</tbody></table>")
     return head + table
 
 
