@@ -6,21 +6,12 @@ STAMP  := $(VENV)/.installed-stamp
 # pytest workers: every scenario item has its own fake API, port and HOME.
 WORKERS ?= auto
 
-# Claude Code builds: the pinned one and an older one that behaves differently on
-# resume (harness/targets/claude_code.py says which; `harness install` installs both
-# into .tools/, reused across runs).
-CLAUDE_CODE_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
-CLAUDE_CODE_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/claude_code.py)
-# code-puppy releases from PyPI, the same way: the pinned one and the one the seeds' fixes were proposed against.
-CODE_PUPPY_PINNED := $(shell sed -n 's/^PINNED_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
-CODE_PUPPY_OLDER  := $(shell sed -n 's/^OLDER_VERSION = "\(.*\)"/\1/p' harness/targets/code_puppy.py)
-# inspect_swe's claude_code() in a real Inspect eval: the release the README measured, and a git
-# repository of it with the first seed's fix on top (examples/inspect-swe-fix), built once into .tools/.
+# The agent builds and suites `make run` uses are the [tool.harness] table's (pyproject.toml); `harness install`
+# installs each family's pinned builds into its tools_dir (.tools/ here), reused across runs. inspect_swe's fix
+# (examples/inspect-swe-fix) is a git repository of the measured release with the first seed's fix on top, built
+# once into .tools/ for the inspect-swe suites.
 INSPECT_SWE := $(shell sed -n 's/^MEASURED_VERSION = "\(.*\)"/\1/p' harness/targets/inspect_swe.py)
 FIX_REPO    := .tools/inspect-swe-repo
-FIX_TARGET   = +pin+checkout=$(CURDIR)/$(FIX_REPO)\#every-launch-fix
-# The pydantic-ai example agent, in both builds (scenarios/code-puppy expects the one to pass, the other to fail).
-EXAMPLE_AGENT := pydantic-ai:examples/pydantic-ai-agent/agent.py
 
 # Root installs system packages directly; anyone else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -53,38 +44,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-# The scenario library against the clean reference agent and each of its known
-# defects; the Claude Code suite against both Claude Code builds under every launch
-# policy; auto-compaction against the pinned build (the older one refuses the turn
-# instead of compacting); the code-puppy suite against both code-puppy releases
-# (every format and memory setting on the pinned one) and the pydantic-ai example;
-# the inspect-swe suite on the measured release with both Claude Code builds, pin on
-# and off, and the fix commit (auto-compaction with the pinned build only, as above); the common set
-# (launch, retry, compaction, resume) on Codex, Gemini CLI, Qwen Code, opencode and Claude Code under every
-# launch policy, and Gemini CLI's and Codex's compaction by usage numbers.
-# Exit 0 when every verdict matches the scenarios' expectations. Every run happens
-# even after a failed one; one report folder each.
+# Every suite of the [tool.harness] table in pyproject.toml, into one report folder (reports/run-<time>, linked as
+# reports/latest): the scenario library against the clean reference agent and each of its known defects; the
+# Claude Code suite against both Claude Code builds under every launch policy; auto-compaction against the pinned
+# build (the older one refuses the turn instead of compacting); the code-puppy suite against both code-puppy
+# releases (every format and memory setting on the pinned one) and the pydantic-ai example; the inspect-swe suite
+# on the measured release with both Claude Code builds, pin on and off, and the fix commit (auto-compaction with
+# the pinned build only, as above); the common set (launch, retry, compaction, resume) on Codex, Gemini CLI,
+# Qwen Code, opencode and Claude Code under every launch policy, and Gemini CLI's and Codex's compaction by usage
+# numbers. Exit 0 when every verdict matches the scenarios' expectations; a failed run does not stop later ones.
 run: tools
-	@status=0; \
-	$(BIN)/harness run scenarios --target 'reference:*' || status=$$?; \
-	$(BIN)/harness run scenarios/claude-code \
-	  --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' --target 'claude-code@$(CLAUDE_CODE_OLDER)+*' || status=$$?; \
-	$(BIN)/harness run scenarios/claude-code-auto-compaction --target 'claude-code@$(CLAUDE_CODE_PINNED)+*' || status=$$?; \
-	$(BIN)/harness run scenarios/code-puppy \
-	  --target 'code-puppy@$(CODE_PUPPY_PINNED)+*' --target 'code-puppy@$(CODE_PUPPY_OLDER)+openai' \
-	  --target 'code-puppy@$(CODE_PUPPY_OLDER)+anthropic' \
-	  --target '$(EXAMPLE_AGENT):persisted_agent+*+in-process' --target '$(EXAMPLE_AGENT):process_agent+*+in-process' || status=$$?; \
-	$(BIN)/harness run scenarios/inspect-swe \
-	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)+*' --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_OLDER)+*' \
-	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)$(FIX_TARGET)' \
-	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_OLDER)$(FIX_TARGET)' || status=$$?; \
-	$(BIN)/harness run scenarios/inspect-swe-auto-compaction --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)+*' \
-	  --target 'inspect-swe@$(INSPECT_SWE)+claude-code@$(CLAUDE_CODE_PINNED)$(FIX_TARGET)' || status=$$?; \
-	$(BIN)/harness run scenarios/common -n 2 --target 'codex+*' --target 'gemini-cli+*' --target 'qwen-code+*' \
-	  --target 'opencode+*' --target 'claude-code+*' || status=$$?; \
-	$(BIN)/harness run scenarios/gemini-cli --target 'gemini-cli+*' || status=$$?; \
-	$(BIN)/harness run scenarios/codex --target 'codex+*' || status=$$?; \
-	exit $$status
+	$(BIN)/harness run --suite all
 
 test: tools browser
 	$(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider

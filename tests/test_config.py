@@ -117,13 +117,16 @@ def test_the_command_line_says_a_broken_table_in_one_line_and_exits_2(tmp_path):
                           timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"harness: error: {tmp_path / 'pyproject.toml'}:3: tool.harness.reports: unknown key 'reports' (known: "
+        f"harness: error: {tmp_path / 'pyproject.toml'}:3: tool.harness.reports: unknown key 'reports' (did you mean "
+        "'report_dir'? known: "
         "explore_inbox, imports_dir, report_dir, scenarios, suites, targets, tools_dir, workers)"]
 
 
-def test_this_repositorys_suites_name_the_builds_the_code_pins():
+def test_this_repositorys_suites_name_the_builds_the_code_pins(monkeypatch):
     """`make run` is the table's suites: a version bumped in the code and not here would run the old build."""
     from harness.targets import claude_code, code_puppy, inspect_swe
+
+    monkeypatch.delenv(config.TOOLS_ENV, raising=False)  # the table's own tools_dir, not the test session's
 
     ours = config.load(ROOT)
     assert ours.path == ROOT / "pyproject.toml" and ours.tools_folder() == ROOT / ".tools"

@@ -1,4 +1,4 @@
-"""What several subcommands share: exit codes, the default scenario folder, the target options."""
+"""What several subcommands share: exit codes, loading the scenarios the project configured, the target options."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from harness.errors import InputError
 
 EXIT_OK, EXIT_DIFFERS, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C: the reports written say the run is incomplete
-DEFAULT_SCENARIOS = "scenarios"
 
 
 def add_target_file_option(parser: argparse.ArgumentParser) -> None:
@@ -34,3 +33,20 @@ def one_target(spec: str, option: str, target_file_from_working_tree: bool = Fal
     if len(targets) != 1:
         raise InputError(f"{option} {spec!r} stands for {len(targets)} targets ({', '.join(t.name for t in targets)}); name one")
     return targets[0]
+
+
+def load_library(paths: list[str], project) -> list:
+    """The scenarios under `paths`, without explore's configured inbox unless a path named lies in it.
+
+    The reader leaves out folders named `found` itself; a team's inbox may have another name (`explore_inbox`),
+    and its findings are replayed when named and otherwise kept out of the library's runs.
+    """
+    from pathlib import Path
+
+    from harness.scenario.reader import load_scenarios
+
+    scenarios = load_scenarios(paths)
+    inbox = Path(project.place(project.explore_inbox)).resolve()
+    if any(Path(p).resolve() == inbox or Path(p).resolve().is_relative_to(inbox) for p in paths):
+        return scenarios
+    return [s for s in scenarios if s.path is None or not Path(s.path).resolve().is_relative_to(inbox)]

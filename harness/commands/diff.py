@@ -7,7 +7,7 @@ import json
 import sys
 
 from harness.commands.common import (
-    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, one_target,
+    EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, load_library, one_target,
 )
 from harness.errors import InputError
 from harness.report import DIFF_REPORTERS
@@ -17,15 +17,20 @@ from harness.report.reporter import add_option
 
 def add_parser(sub) -> None:
     diff = sub.add_parser("diff", help="run scenarios through a baseline and a candidate; fail on regressions")
-    diff.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
-    diff.add_argument("--baseline", "-b", required=True, metavar="T1", help="the target as it is (e.g. main)")
-    diff.add_argument("--candidate", "-c", required=True, metavar="T2", help="the target with the change")
+    diff.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR",
+                      help="scenario files or folders (default: the configured `scenarios`, else scenarios/)")
+    diff.add_argument("--baseline", "-b", required=True, metavar="T1",
+                      help="the target as it is: any --target spec of harness run, e.g. agent.yaml@main for a target "
+                           "file's agent at the branch main, or claude-code@2.1.236+append-every-launch")
+    diff.add_argument("--candidate", "-c", required=True, metavar="T2",
+                      help="the target with the change, e.g. agent.yaml@my-branch")
     diff.add_argument("--fail-on-unchanged-fail", action="store_true",
                       help="also fail when a check fails on both sides (default: only regressions and errors fail)")
     diff.add_argument("--require-fix", action="append", default=[], metavar="SCENARIO",
                       help="this scenario must fail on the baseline and pass on the candidate; repeatable")
     diff.add_argument("--report-dir", metavar="DIR",
-                      help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: reports/diff-<time>)")
+                      help="where report.html, summary.md, junit.xml, comparison.json and journals go (default: "
+                           "<report_dir>/diff-<time>; report_dir is configured, else reports)")
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     add_target_file_option(diff)
     add_option(diff, DIFF_REPORTERS)
@@ -37,18 +42,20 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.report import comparison as report
     from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.runner import Interrupted
-    from harness.scenario.reader import load_scenarios
 
+    from harness import config
+
+    project = config.current()
     reporters = choose(args.reporter, DIFF_REPORTERS, "diff")
 
-    scenarios = load_scenarios(args.paths or [DEFAULT_SCENARIOS])
+    scenarios = load_library(args.paths or project.scenario_paths(), project)
     names = {s.name for s in scenarios}
     for name in args.require_fix:
         if name not in names:
             raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
     from_tree = args.target_file_from_working_tree
     baseline, candidate = one_target(args.baseline, "--baseline", from_tree), one_target(args.candidate, "--candidate", from_tree)
-    report_dir = folder.prepare(args.report_dir, "diff", files_of(reporters))
+    report_dir = folder.prepare(args.report_dir, "diff", files_of(reporters), project.place(project.report_dir))
     progress = None if args.quiet else console.ConsoleProgress()
     try:
         comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,

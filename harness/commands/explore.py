@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # Hypothesis is imported when exploring, not for every comman
     from harness.explore.machine import Exploration, Finding
     from harness.explore.search import Outcome
 
-DEFAULT_OUT = Path("scenarios") / "found"
 PROGRESS_EVERY_S = 2.0
 
 
@@ -36,8 +35,9 @@ def add_parser(sub) -> None:
     explore.add_argument("--seed", type=int, metavar="S", help="the search's seed: the same seed, the same sequences (default: a fresh one, printed)")
     explore.add_argument("--profile", choices=profiles.PROFILES, default=profiles.DEV,
                          help="ci: derandomized and bounded; dev: a fresh seed (default); deep: 10x the sequences, with Hypothesis' database")
-    explore.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
-                         help=f"where findings are written as scenario files (default: {DEFAULT_OUT}/)")
+    explore.add_argument("--out", type=Path, default=None, metavar="DIR",
+                         help="where findings are written as scenario files (default: the configured `explore_inbox`, "
+                              "else scenarios/found/)")
     explore.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
@@ -51,8 +51,13 @@ def run(args: argparse.Namespace, command: list[str], out: TextIO | None = None)
     from harness.explore.search import Budget, explore_target
     from harness.targets import resolve_targets
 
+    from harness import config
+
     budget = Budget(args.profile, args.examples, args.max_steps, args.seed)
     budget.validate()
+    if args.out is None:
+        project = config.current()
+        args.out = Path(project.place(project.explore_inbox))
     _check_writable(args.out)
     targets = resolve_targets(args.target)
     found = errors = 0
@@ -120,7 +125,7 @@ def _repeatable(command: list[str], target, outcome: "Outcome") -> list[str]:
         if arg.startswith(("--target=", "--seed=")):
             continue
         argv.append(arg)
-    argv += ["--target", target.name]
+    argv += ["--target", target.replay_spec]
     if outcome.seed is not None:
         argv += ["--seed", str(outcome.seed)]
     return argv

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ def add_parser(sub) -> None:
                                            "a JSONL of request bodies into a scenario that replays it")
     parser.add_argument("artefact", type=Path, metavar="PATH", help="the file the incident left behind")
     parser.add_argument("--out", "-o", type=Path, metavar="FILE",
-                        help="where to write the scenario (default: imported-<file name>.yaml here)")
+                        help="where to write the scenario (default: <imports_dir>/imported-<file name>.yaml, imports_dir "
+                             "being configured, else scenarios/imported)")
     parser.add_argument("--name", metavar="NAME", help="the scenario's name (default: imported-<file name>)")
     parser.add_argument("--append", metavar="TEXT",
                         help="the text the launcher appends to the system prompt, when the artefact cannot show it")
@@ -40,8 +42,11 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
     draft = read_draft(args.artefact, args.format, args.append, args.sample)
+    from harness import config
+
+    project = config.current()
     name = args.name or "imported-" + _slug(args.artefact.stem)
-    out = args.out or Path(f"{name}.yaml")
+    out = args.out or Path(project.place(project.imports_dir)) / f"{name}.yaml"
     if out.exists() and not args.force:
         raise InputError("exists already: pass --force to overwrite it, or --out elsewhere", out)
     text = render(document(draft, name, args.artefact), comment=f"written by harness import from {args.artefact}")
@@ -55,7 +60,10 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     for note in draft.notes:
         print(f"  - {note}")
     print(f"written: {out}")
-    print(f"replay it: harness run {out} --target T")
+    # With configured targets the run needs no --target; without, the user names the agent the incident came from.
+    target = "" if project.targets else " --target T"
+    print(f"replay it: harness run {shlex.quote(str(out))}{target}"
+          + ("" if project.targets else "   (T: the agent it came from, a target file or a `harness targets` name)"))
     return 0
 
 

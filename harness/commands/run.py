@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.commands.common import (
-    DEFAULT_SCENARIOS, EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, workers,
-)
+from harness.commands.common import EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, load_library, workers
+from harness.errors import InputError
 from harness.report import RUN_REPORTERS
 from harness.report.files import ReportWriteError
 from harness.report.reporter import add_option
@@ -17,44 +16,46 @@ DEFAULT_TARGET_NOTE = "no --target given: these runs judge the built-in referenc
 
 def add_parser(sub) -> None:
     run = sub.add_parser("run", help="run scenarios against targets and report the verdicts")
-    run.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR", help=f"scenario files or folders (default: {DEFAULT_SCENARIOS}/)")
+    run.add_argument("paths", nargs="*", metavar="SCENARIO_OR_DIR",
+                     help="scenario files or folders (default: the configured `scenarios`, else scenarios/)")
     run.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                     help="reference[:DEFECT|:*], claude-code[@VERSION][+POLICY|+*] or a target file; repeatable (default: reference)")
+                     help="reference[:DEFECT|:*], claude-code[@VERSION][+POLICY|+*], another family's spec (`harness "
+                          "targets`), or a target file, FILE or FILE@REV for the agent's code at a git revision; "
+                          "repeatable (default: the configured `targets`, else reference)")
+    run.add_argument("--suite", action="append", default=[], metavar="NAME",
+                     help="run a suite of the configuration ([tool.harness.suites.NAME]); repeatable; `all` runs every "
+                          "suite; all of them go into one report")
     run.add_argument("--report-dir", metavar="DIR",
-                     help="where results.json, summary.md, junit.xml and journals go (default: reports/<time>, linked as reports/latest)")
+                     help="where results.json, summary.md, junit.xml, report.html and journals go (default: "
+                          "<report_dir>/run-<time>, linked as <report_dir>/latest; report_dir is configured, else reports)")
     run.add_argument("--keep-workspace", action="store_true", help="keep each run's HOME and working folder for inspection")
     add_target_file_option(run)
     add_option(run, RUN_REPORTERS)
     run.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
-    run.add_argument("-n", "--workers", type=workers, default=1, metavar="N",
+    run.add_argument("-n", "--workers", type=workers, default=None, metavar="N",
                      help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
-                          "'auto': one per CPU (default: 1, one run after another)")
+                          "'auto': one per CPU (default: the configured `workers`, else 1, one run after another)")
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
+    from harness import config
     from harness.report import console, folder
     from harness.report.reporter import ReportContext, choose, fan_out, files_of
-    from harness.run.runner import run_matrix
-    from harness.scenario.reader import load_scenarios
-    from harness.targets import resolve_targets
+    from harness.run.suites import check_overlap, run_parts
 
+    project = config.current()
     reporters = choose(args.reporter, RUN_REPORTERS, "run")
-    paths = args.paths or [DEFAULT_SCENARIOS]
-    scenarios = load_scenarios(paths)
-    specs = args.target or ["reference"]
-    targets = resolve_targets(specs, target_file_from_working_tree=args.target_file_from_working_tree)
-    report_dir = folder.prepare(args.report_dir, "run", files_of(reporters))
-    notes = [] if args.target else [DEFAULT_TARGET_NOTE]  # said on the console and in every report written
-    for note in notes:
+    parts, notes = _plan(args, project)
+    check_overlap(parts)
+    report_dir = folder.prepare(args.report_dir, "run", files_of(reporters), project.place(project.report_dir))
+    for note in notes:  # said on the console and in every report written
         print(f"harness: {note}", file=sys.stderr)
-    progress = None if args.quiet else console.ConsoleProgress(concurrent=args.workers > 1)
-    if args.workers > 1:
-        from harness.run.pool import run_matrix_parallel
 
-        results = run_matrix_parallel(scenarios, targets, specs, report_dir / "journal", progress, args.keep_workspace,
-                                      args.workers, args.target_file_from_working_tree)
-    else:
-        results = run_matrix(scenarios, targets, report_dir / "journal", progress, args.keep_workspace)
+    def progress_for(part):
+        return None if args.quiet else console.ConsoleProgress(concurrent=part.workers > 1)
+
+    results = run_parts(parts, report_dir / "journal", progress_for, lambda line: print(f"harness: {line}", file=sys.stderr),
+                        args.keep_workspace, args.target_file_from_working_tree)
     try:
         fan_out(reporters, results, report_dir, ReportContext(tuple(command), tuple(notes)))
     except ReportWriteError as exc:
@@ -65,6 +66,33 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
     return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
+
+
+def _plan(args: argparse.Namespace, project) -> tuple[list, list[str]]:
+    """The suites to run (every input read and checked here, before any agent starts) and the notes to say."""
+    from harness.run.suites import Part
+    from harness.targets import resolve_targets
+
+    from_tree = args.target_file_from_working_tree
+    if args.suite:
+        if args.paths or args.target:
+            raise InputError("--suite runs the configured scenarios and targets of each suite; give scenario paths and "
+                             "--target, or --suite, not both")
+        parts = []
+        for suite in project.chosen_suites(args.suite):
+            specs = project.target_specs(suite.targets)
+            parts.append(Part(suite.name, load_library([project.place(p) for p in suite.scenarios], project),
+                              resolve_targets(specs, target_file_from_working_tree=from_tree), specs,
+                              args.workers or suite.workers or project.workers))
+        return parts, []
+    specs, notes = args.target, []
+    if not specs:
+        specs = project.target_specs()
+        if not specs:
+            specs, notes = ["reference"], [DEFAULT_TARGET_NOTE]
+    scenarios = load_library(args.paths or project.scenario_paths(), project)
+    targets = resolve_targets(specs, target_file_from_working_tree=from_tree)
+    return [Part(None, scenarios, targets, specs, args.workers or project.workers)], notes
 
 
 def _say_harness_failure(results) -> None:

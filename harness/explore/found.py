@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def write_finding(finding: Finding, target: Target, out_dir: Path, explored_with
                    f"{len(finding.steps)} ({voc.step_kinds(finding.steps)}). {voc.first_line(finding.message)}")
     path = out_dir / f"{name}.yaml"
     comment = (f"Found by: {explored_with}\n"
-               f"Replay:   harness run {path} --target '{target.name}'\n"
+               f"Replay:   harness run {shlex.quote(str(path))} --target {shlex.quote(target.replay_spec)}\n"
                "No expectations: a correct agent passes every check here. Move it into the library to keep it.")
     text = voc.scenario_text(name, finding.steps, workdir=workdir, description=description, checks=checks,
                              comment=comment)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -102,7 +103,8 @@ def minimize(path: Path, target: Target, check: str | None = None,
     minimized["description"] = (f"Minimized by harness minimize from {path.name} on {target.name}: {check} still "
                                 f"fails with {len(steps)} of {len(doc['steps'])} steps. " + str(doc.get("description", ""))).strip()
     minimized["steps"] = steps
-    comment = (f"Minimized from: {path}\nReplay:         harness run {out} --target '{target.name}'\n"
+    comment = (f"Minimized from: {path}\nReplay:         harness run {shlex.quote(str(out))} --target "
+               f"{shlex.quote(target.replay_spec)}\n"
                "No expectations: a correct agent passes every check here.")
     text = render({key: minimized[key] for key in _ordered(minimized)}, comment)
     scenario_from_text(text, out)  # what is written must read back

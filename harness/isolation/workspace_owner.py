@@ -49,28 +49,39 @@ def sweep_stale_workspaces(parents: Iterable[Path] | None = None) -> list[Path]:
     Call at the start of every command that makes workspaces (run, diff, explore, minimize, the pytest
     plugin's session); cheap: one listing of each folder and one small read per harness workspace.
     """
-    removed = []
+    return remove(stale_workspaces(parents))
+
+
+def stale_workspaces(parents: Iterable[Path] | None = None, include_kept: bool = False) -> list[Path]:
+    """This user's workspaces whose harness is dead (and, with `include_kept`, the kept ones too)."""
+    found = []
     for parent in parents if parents is not None else _default_parents():
         try:
             entries = list(os.scandir(parent))
         except OSError:
             continue
-        for entry in entries:
-            if entry.name.startswith(PREFIX) and _stale(entry):
-                shutil.rmtree(entry.path, ignore_errors=True)
-                if not os.path.lexists(entry.path):
-                    removed.append(Path(entry.path))
+        found += [Path(e.path) for e in entries if e.name.startswith(PREFIX) and _stale(e, include_kept)]
+    return found
+
+
+def remove(folders: Iterable[Path]) -> list[Path]:
+    """Delete each folder; the ones that are gone afterwards."""
+    removed = []
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            removed.append(folder)
     return removed
 
 
-def _stale(entry: os.DirEntry) -> bool:
+def _stale(entry: os.DirEntry, include_kept: bool = False) -> bool:
     try:
         if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.geteuid():
             return False
         text = (Path(entry.path) / MARK).read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError):
         return False  # no mark (an older harness's, or one made by someone else): never touched
-    return not owner_alive(text)
+    return (include_kept and text.strip() == KEPT) or not owner_alive(text)
 
 
 def temporary_folder() -> Path:

@@ -35,15 +35,19 @@ JOURNAL_DIR = "journal"
 _held: list[int] = []  # lock descriptors of this process, open until it exits
 
 
-def prepare(given: Path | str | None, prefix: str, files: Iterable[str]) -> Path:
-    """The folder the reports go to, created, checked and locked; InputError (exit 2) when it cannot be used."""
+def prepare(given: Path | str | None, prefix: str, files: Iterable[str], reports: Path | str = DEFAULT_REPORTS) -> Path:
+    """The folder the reports go to, created, checked and locked; InputError (exit 2) when it cannot be used.
+
+    Without `given`, a new `<prefix>-<time>-<pid>` folder under `reports` (the project's configured report folder),
+    linked as `reports/latest`.
+    """
     if given is not None and str(given).strip() == "":
         raise InputError("--report-dir is empty: name a folder (an empty path would write into the current folder)")
-    latest = DEFAULT_REPORTS / "latest"
+    latest = Path(reports) / "latest"
     if given is None:
         _refuse_foreign_latest(latest)
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        report_dir = DEFAULT_REPORTS / f"{prefix}-{stamp}-{os.getpid()}"
+        report_dir = Path(reports) / f"{prefix}-{stamp}-{os.getpid()}"
     else:
         report_dir = Path(given)
     try:

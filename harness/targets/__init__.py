@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness.errors import InputError
@@ -24,7 +25,8 @@ def resolve_target(spec: str, *, target_file_from_working_tree: bool = False) ->
     if rev is not None or path.suffix in (".yaml", ".yml") or path.exists():
         from harness.targets.target_file import load_target_file
 
-        return [load_target_file(path, rev, target_file_from_working_tree=target_file_from_working_tree)]
+        target = load_target_file(path, rev, target_file_from_working_tree=target_file_from_working_tree)
+        return [dataclasses.replace(target, spec=spec)]
     raise InputError(registry.unknown_target_message(spec))
 
 

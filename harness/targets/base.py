@@ -97,6 +97,14 @@ class Target:
     # Step kinds whose output carries no session id by the agent's own design (the previous id carries over);
     # every other step must print one as `session_id` says, the launch included.
     steps_without_session_id: frozenset[str] = frozenset()
+    # The --target text that resolves to this target again, where its name is not one (a target file's name is
+    # `my-agent@buggy`, its spec `agent.yaml@buggy`): what replay hints print.
+    spec: str | None = None
+
+    @property
+    def replay_spec(self) -> str:
+        """What to pass as --target to run this target again: a family's names are their own specs."""
+        return self.spec if self.spec is not None else self.name
 
     def cannot_express_reason(self, steps: Iterable[Any]) -> str | None:
         """Why this target cannot carry out one of these steps (the first such), or None."""

@@ -13,6 +13,7 @@ uncommitted changes included. Submodules are not checked out.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -132,6 +133,37 @@ def _discard(repo: Repository, home: Path) -> None:
             home.unlink()
         else:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def harness_worktrees() -> list[Path]:
+    """The worktrees this harness made in the tool folder (for `harness clean`)."""
+    folder = tools_root() / WORKTREES
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def remove_worktree(home: Path) -> str:
+    """Unregister `home` from its repository and delete it, under the lock that creates it; what was done, in words.
+
+    A worktree another harness is creating right now (its lock held) is left alone. One whose repository is gone
+    is only deleted; `git worktree prune` in the repository afterwards drops registrations of folders deleted
+    by hand.
+    """
+    lock = home.parent / f".{home.name}.lock"
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return f"left {home}: another harness is checking it out now"
+        common = git(home, "rev-parse", "--path-format=absolute", "--git-common-dir", key="repo")
+        repository = Path(common.stdout.strip()).parent if common.returncode == 0 and common.stdout.strip() else None
+        if repository is not None and repository.is_dir():
+            git(repository, "worktree", "remove", "--force", "--force", str(home), key="repo")
+            git(repository, "worktree", "prune", key="repo")
+        shutil.rmtree(home, ignore_errors=True)
+    where = f" (unregistered from {repository})" if repository is not None else ""
+    return f"removed {home}{where}"
 
 
 def _known_names(repo: Repository, limit: int = 10) -> str:
