@@ -1,9 +1,11 @@
-"""`harness run | diff | explore | minimize | import | serve | targets | install`: the command line, and its exit codes.
+"""The command line: one subcommand per entry of COMMANDS, and its exit codes.
 
 0: every verdict matches its expectation. 1: some verdict differs, or a run
 errored. 2: bad input or usage (a broken scenario, an unknown target, an
 unwritable report folder), reported as one line naming where and what.
 130: stopped by Ctrl-C or SIGTERM; the reports written say the run is incomplete.
+A CI job or a script branches on these, so `harness --help` lists them (EXIT_CODES),
+and the subcommands from COMMANDS itself, never from a hand-kept list that drifts.
 
 Each subcommand is one module of harness/commands/ with `add_parser(sub)` and
 `run(args, command)`; this module only dispatches, and installs what every
@@ -18,7 +20,7 @@ import signal
 import sys
 from typing import Sequence
 
-from harness.commands.common import EXIT_DIFFERS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401  (the exit codes, named here)
+from harness.commands.common import EXIT_DIFFERS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK  # the exit codes, named here
 from harness import DISTRIBUTION, __version__
 from harness.errors import InputError
 from harness.isolation.process import request_stop
@@ -46,12 +48,46 @@ def _command(name: str):
     return importlib.import_module(f"harness.commands.{COMMANDS[name]}")
 
 
+DESCRIPTION = ("A differential test harness for AI agent launchers: each scenario's steps run as\n"
+               "fresh processes of the agent against a fake model API, judged by the requests sent.")
+# What `harness --help` says each exit code means (the docstring's above, one line each).
+EXIT_CODES = (
+    (EXIT_OK, "every verdict matches its expectation (harness diff: no regression and no error)"),
+    (EXIT_DIFFERS, "a verdict differs from its expectation, a run errored, something was found, or the harness failed"),
+    (EXIT_INPUT, "bad input or usage, said in one line: harness: error: FILE:LINE: ..."),
+    (EXIT_INTERRUPTED, "stopped by Ctrl-C or SIGTERM; the reports written say the run is incomplete"),
+)
+
+
+def _epilog() -> str:
+    width = max(len(str(code)) for code, _ in EXIT_CODES)
+    return "\n".join(["exit codes:", *(f"  {code:<{width}}  {meaning}" for code, meaning in EXIT_CODES), "",
+                      "`harness COMMAND --help` shows a command's own options."])
+
+
+class _Listed:
+    """The subcommands action as each command module sees it: every command it adds is listed with a one-line help.
+
+    argparse lists a subcommand under `harness --help` only when its module passed `help=`; one that passed
+    only a description is listed with the description's first line, so no command added to COMMANDS is left out.
+    """
+
+    def __init__(self, sub: argparse._SubParsersAction):
+        self.sub = sub
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        if not kwargs.get("help"):
+            kwargs["help"] = (kwargs.get("description") or "").strip().split("\n")[0] or f"the {name} command"
+        return self.sub.add_parser(name, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="harness", description=DESCRIPTION, epilog=_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness {_version()} (the {DISTRIBUTION} distribution)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for name in COMMANDS:
-        _command(name).add_parser(sub)
+        _command(name).add_parser(_Listed(sub))
     return parser
 
 

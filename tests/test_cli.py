@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -112,6 +113,34 @@ def test_bad_input_exits_2_with_one_line_naming_where(tmp_path, scenario_file, a
 def test_usage_error_exits_2(tmp_path):
     assert harness("run", "--no-such-flag", cwd=tmp_path).returncode == 2
     assert harness(cwd=tmp_path).returncode == 2
+
+
+def test_top_level_help_lists_every_command_with_its_help_and_the_exit_codes(tmp_path):
+    from harness.cli import COMMANDS
+
+    proc = harness("--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in COMMANDS:  # the name, then its one-line help beside it (below it, for a long name)
+        assert re.search(rf"^    {re.escape(name)}(?: +|\n {{8,}})\S", proc.stdout, re.M), (name, proc.stdout)
+    codes = proc.stdout[proc.stdout.index("exit codes:"):]
+    for code, meaning in ((0, "every verdict matches its expectation"), (1, "a verdict differs"),
+                          (2, "bad input or usage"), (130, "stopped by Ctrl-C or SIGTERM")):
+        assert re.search(rf"^  {code} +{meaning}", codes, re.M), (code, codes)
+
+
+def test_a_command_module_that_gives_no_help_is_listed_all_the_same(monkeypatch):
+    """What a new subcommand added to COMMANDS with only a description looks like under `harness --help`."""
+    import types
+
+    from harness import cli
+
+    module = types.ModuleType("harness.commands.listed_for_test")
+    module.add_parser = lambda sub: sub.add_parser("listed-for-test", description="Check the listing.\nMore words.")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(cli.COMMANDS, "listed-for-test", "listed_for_test")
+    text = cli.build_parser().format_help()
+    assert re.search(r"^    listed-for-test(?: +|\n {8,})Check the listing\.$", text, re.M), text
+    assert "More words" not in text
 
 
 def test_default_report_dir_is_linked_as_latest(tmp_path, scenario_file):

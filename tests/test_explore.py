@@ -230,6 +230,21 @@ def test_every_generated_step_is_a_valid_scenario_step():
     assert result.status == PASS, result.error or [c for c in result.checks if c.verdict != PASS]
 
 
+def test_a_target_files_tool_call_is_explored_on_the_agent_itself(tmp_path):
+    """The example agent's file, with its own calculator named: explore's tool-call turns call it, and pass."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "minimal-agent"
+    path = tmp_path / "target.yaml"
+    path.write_text((example / "target.yaml").read_text().replace("{target_dir}", str(example))
+                    + 'tool_call: {name: calculator, input: {expression: "6*7"}}\n')
+    calls = []
+    outcome = explore_target(target(str(path)), Budget(profile="ci", examples=6, max_steps=3),
+                             lambda e, docs, f: calls.extend(block["tool_use"] for d in docs for body in d.values()
+                                                             for block in body.get("reply", []) if isinstance(block, dict)))
+    assert "tool_call_turn" not in outcome.unavailable and outcome.rules.get("tool_call_turn"), outcome.rules
+    assert calls and all(call == {"name": "calculator", "input": {"expression": "6*7"}} for call in calls)
+    assert outcome.findings == []
+
+
 def test_the_found_inbox_is_left_out_of_library_runs_unless_named(tmp_path):
     library = tmp_path / "scenarios"
     (library / "found").mkdir(parents=True)

@@ -490,3 +490,39 @@ def test_error_in_one_file_of_a_directory_is_not_skipped(tmp_path):
 def test_no_paths_given():
     with pytest.raises(InputError, match="no scenario files or directories given"):
         load_scenarios([])
+
+
+# ============================================================================ a target file where a scenario was expected
+
+TARGET_FILE = Path(__file__).resolve().parent.parent / "examples" / "minimal-agent" / "target.yaml"
+
+
+def test_a_folder_holding_a_target_file_says_which_file_is_one(tmp_path):
+    write(tmp_path, "name: good\nsteps: [{launch: {prompt: hi}}]\nchecks: [identity_stable]\n", "a.yaml")
+    target = write(tmp_path, TARGET_FILE.read_text(), "target.yaml")  # `name:` first, `protocol:` on line 2
+    with pytest.raises(InputError) as caught:
+        load_scenarios([tmp_path])
+    assert_error(caught.value, target, 2, "this is a target file, not a scenario (it has protocol, launch, resume and "
+                 f"session_id but no steps); pass it with --target {target}")
+    assert "unknown key" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    # A scenario's steps written without `steps:` are mappings, not argv lists: the unknown key is the right word.
+    ("name: x\nlaunch: {prompt: hi}\nresume: {prompt: again}\n", 2, "unknown key 'launch'"),
+    # With `steps`, it is a scenario whatever else it holds.
+    ("name: x\nsteps: [{launch: {prompt: hi}}]\nsession_id: {stdout_json: session_id}\n", 3, "unknown key 'session_id'"),
+    ("name: x\n# an agent\nresume: [agent, --resume, '{session_id}']\n", 3, "this is a target file, not a scenario (it has resume but"),
+])
+def test_only_a_file_shaped_like_a_target_file_is_called_one(tmp_path, text, line, fragment):
+    path = write(tmp_path, text)
+    assert_error(load_error(path), path, line, fragment)
+
+
+def test_harness_run_on_a_folder_holding_a_target_file_is_one_line_and_exit_2(tmp_path):
+    from cli_outcome import assert_input_error, run_installed
+
+    folder = tmp_path / "agent"
+    target = write(folder, TARGET_FILE.read_text(), "target.yaml")
+    outcome = run_installed(["run", str(folder), "--target", "reference", "--report-dir", str(tmp_path / "r")], tmp_path)
+    assert_input_error(outcome, target, "this is a target file", f"pass it with --target {target}")

@@ -90,6 +90,25 @@ side_calls:
     assert target.side_calls == (RequestRule(model="haiku"), RequestRule(system="title", prompt="^Name this"))
 
 
+def test_tool_call_names_the_agents_own_tool_as_plain_data(tmp_path):
+    # What explore writes into a scenario's `tool_use` for its tool-call turns (tests/test_explore.py runs it).
+    path = write(tmp_path, "tool.yaml", """\
+name: tooled
+launch: [agent, -p, "{prompt}"]
+resume: [agent, --resume, "{session_id}"]
+session_id: {stdout_json: session_id}
+tool_call:
+  name: read_file
+  input: {path: notes.txt, lines: [1, 2], follow: true, encoding: null}
+""")
+    tool_call = load_target_file(path).tool_call
+    assert tool_call == {"name": "read_file", "input": {"path": "notes.txt", "lines": [1, 2], "follow": True, "encoding": None}}
+    assert type(tool_call["input"]) is dict and type(tool_call["input"]["lines"]) is list  # no YAML line bookkeeping
+    assert load_target_file(write(tmp_path, "bare.yaml", path.read_text().split("tool_call")[0] + "tool_call: {name: ls}\n")
+                            ).tool_call == {"name": "ls", "input": {}}
+    assert load_target_file(CONTRACT).tool_call is None
+
+
 # --------------------------------------------------------------------------- bad target files
 
 GOOD = """\
@@ -147,7 +166,7 @@ BAD_FILES = [
      ["not a valid regular expression", "'You are ('"]),
     ("identity-not-a-mapping", GOOD + 'identity: "You are"\n', 5, "identity", ["expected a mapping with 'regex'"]),
     ("identity-unknown-key", GOOD + "identity: {regexp: x}\n", 5, "identity", ["unknown key 'regexp'", "did you mean 'regex'?"]),
-    ("unknown-protocol", GOOD + "protocol: openai\n", 5, "protocol", ["expected one of anthropic, got 'openai'"]),
+    ("unknown-protocol", GOOD + "protocol: openai\n", 5, "protocol", ["expected one of anthropic, ", "got 'openai'"]),
     ("timeout-zero", GOOD + "timeout_s: 0\n", 5, "timeout_s", ["expected a positive number of seconds, got 0"]),
     ("timeout-negative", GOOD + "timeout_s: -1.5\n", 5, "timeout_s", ["expected a positive number of seconds, got -1.5"]),
     ("timeout-text", GOOD + 'timeout_s: "5"\n', 5, "timeout_s", ["expected a positive number of seconds, got a string"]),
@@ -169,6 +188,20 @@ BAD_FILES = [
     ("side-calls-bad-regex", GOOD + 'side_calls:\n  - model: haiku\n    system: "(unclosed"\n', 7, "side_calls[1].system",
      ["not a valid regular expression", "'(unclosed'"]),
     ("side-calls-non-string", GOOD + "side_calls:\n  - {prompt: 3}\n", 6, "side_calls[1].prompt", ["expected a string, got an integer"]),
+    ("tool-call-not-a-mapping", GOOD + "tool_call: calculator\n", 5, "tool_call",
+     ["expected a mapping with 'name' (one of the agent's own tools)", "got a string ('calculator')"]),
+    ("tool-call-no-name", GOOD + "tool_call: {input: {expression: 6*7}}\n", 5, "tool_call", ["missing required key 'name'"]),
+    ("tool-call-empty-name", GOOD + 'tool_call: {name: ""}\n', 5, "tool_call.name", ["expected a non-empty string"]),
+    ("tool-call-name-not-text", GOOD + "tool_call:\n  name: 3\n", 6, "tool_call.name", ["expected a non-empty string, got an integer"]),
+    ("tool-call-unknown-key", GOOD + "tool_call:\n  name: calculator\n  args: {expression: 6*7}\n", 7, "tool_call",
+     ["unknown key 'args'", "allowed: input, name"]),
+    ("tool-call-id", GOOD + "tool_call: {name: calculator, id: toolu_1}\n", 5, "tool_call", ["unknown key 'id'"]),
+    ("tool-call-input-not-a-mapping", GOOD + "tool_call:\n  name: calculator\n  input: [6, 7]\n", 7, "tool_call.input",
+     ["expected a mapping of tool arguments, got a list"]),
+    ("tool-call-input-not-json", GOOD + "tool_call:\n  name: calendar\n  input:\n    day: 2024-01-02\n", 8,
+     "tool_call.input.day", ["expected JSON data", "quote it"]),
+    ("tool-call-input-infinite", GOOD + "tool_call:\n  name: calculator\n  input: {x: .inf}\n", 7, "tool_call.input.x",
+     ["expected a finite number"]),
     ("yaml-syntax", GOOD + "env: {A: [\n", 6, "", ["invalid YAML"]),
     # NUL: no process argument or environment value can carry one (YAML escapes write it; a raw byte is not YAML)
     ("nul-in-argv-escape", GOOD.replace('"{prompt}"', '"{prompt}\\0"'), 2, "launch[3]",

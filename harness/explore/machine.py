@@ -116,7 +116,8 @@ class Exploration:
         if not self.can_compact():
             why["compact"] = "the target has no compact command"
         if self.target.tool_call is None:
-            why["tool_call_turn"] = "the target names no tool of its own (Target.tool_call)"
+            why["tool_call_turn"] = ("the target names no tool of its own (a target file names one with "
+                                     "`tool_call: {name: NAME, input: {...}}`)")
         if not self.passes_temporary_text():
             why["turn_with_temporary_text"] = "its resume command passes no {temporary}"
         return why

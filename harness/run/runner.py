@@ -119,7 +119,7 @@ def run_scenario(
     keep_workspace: bool = False,
 ) -> RunResult:
     progress = progress or SilentProgress()
-    reason = target.cannot_express_reason(scenario.steps)
+    reason = target.cannot_express_reason(scenario.steps) or target.cannot_express_own_text(scenario.temporary)
     if reason is not None:
         return cannot_express(scenario, target, reason)
     started = time.monotonic()

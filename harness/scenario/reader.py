@@ -28,6 +28,9 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _NAME_RE = re.compile(NAME_PATTERN)
 _TOP_KEYS = ("name", "description", "append", "temporary", "min_cache_reuse", "workdir", "steps", "checks", "expect")
 _LAUNCHER_TEXT = "it stands for text the agent's launcher passes it as a process argument"  # top-level temporary
+# A target file's own keys (harness/targets/target_file.py): with no `steps`, the file describes an agent, not a
+# scenario. launch and resume count only as argv lists: a scenario's step written without `steps:` is a mapping.
+_TARGET_FILE_KEYS = ("protocol", "session_id", "launch", "resume")
 
 
 class _ScenarioReader:
@@ -52,6 +55,7 @@ class _ScenarioReader:
                 getattr(doc, "line", 1),
                 "",
             )
+        self.refuse_target_file(doc)
         self.file.known_keys(doc, _TOP_KEYS, "")
 
         name_value = self.file.require(doc, "name", "")
@@ -103,6 +107,18 @@ class _ScenarioReader:
             min_cache_reuse=min_cache_reuse,
         )
         return scenario, name_line
+
+    def refuse_target_file(self, doc: LocatedDict) -> None:
+        """A target file reached as a scenario (in a folder of them, or named): said so, not its first unknown key."""
+        if "steps" in doc:
+            return
+        found = sorted((key for key in _TARGET_FILE_KEYS
+                        if key in doc and (key not in ("launch", "resume") or isinstance(doc[key], list))),
+                       key=lambda key: doc.key_line(key) or 0)
+        if found:
+            has = ", ".join(found[:-1]) + " and " + found[-1] if len(found) > 1 else found[0]
+            raise self.file.error(f"this is a target file, not a scenario (it has {has} but no steps); "
+                                  f"pass it with --target {self.file.path or 'FILE'}", doc.key_line(found[0]), "")
 
     def temporary_texts(self, doc: LocatedDict) -> tuple[str, ...]:
         """`temporary: TEXT` or a list of texts: what the agent adds to every run, never to the prefix or history."""

@@ -100,6 +100,9 @@ class Target:
     # The --target text that resolves to this target again, where its name is not one (a target file's name is
     # `my-agent@buggy`, its spec `agent.yaml@buggy`): what replay hints print.
     spec: str | None = None
+    # Whether the agent adds a text of its own to every run (a headless instruction, code-puppy's words) that a
+    # scenario's top-level `temporary:` can name: only then can that scenario be judged on it.
+    adds_own_temporary_text: bool = False
 
     @property
     def replay_spec(self) -> str:
@@ -107,11 +110,42 @@ class Target:
         return self.spec if self.spec is not None else self.name
 
     def cannot_express_reason(self, steps: Iterable[Any]) -> str | None:
-        """Why this target cannot carry out one of these steps (the first such), or None."""
+        """Why this target cannot carry out one of these steps (the first such), or None.
+
+        A step's temporary text reaches a command target only as {temporary}: where the
+        step's command (its environment, its HOME files) never says it, the agent is never
+        told the text, and the check would judge a text nobody gave it.
+        """
         for step in steps:
             if step.kind in self.cannot_express:
                 return f"step {step.index} ({step.kind}): {self.cannot_express[step.kind]}"
+            commanded = self.command_for(step.kind) is not None  # a launcher target's steps have no command to read
+            if getattr(step, "temporary", None) and commanded and not self.hands_over("temporary", step.kind):
+                used = step.kind if step.kind in self.commands else f"resume (which its {step.kind} steps use)"
+                why = (f"step {step.index} ({step.kind}): its temporary text reaches the agent only through the "
+                       "{temporary} placeholder")
+                if self.source is None:  # a built-in family: the command is the harness's, the agent takes no such text
+                    return f"{why}, and this target's {used} command passes none"
+                return (f"{why}, which {self.source} uses in neither its {used} command nor its env (add it where the "
+                        "agent takes text for one turn)")
         return None
+
+    def cannot_express_own_text(self, texts: Iterable[str]) -> str | None:
+        """Why a scenario's top-level `temporary:` (text the agent adds by itself) cannot be judged here, or None.
+
+        Nothing hands that text to the agent: it is the agent's own, so the scenario applies only to an agent
+        known to add it. On any other the text is absent from every request, which is not applicable rather
+        than an error.
+        """
+        if not any(texts) or self.adds_own_temporary_text:
+            return None
+        return ("the scenario's `temporary:` is text an agent adds to every run by itself (a headless instruction), "
+                f"and {self.source or self.name} adds none the harness knows of")
+
+    def hands_over(self, placeholder: str, kind: str) -> bool:
+        """Whether a step of this kind hands the agent {placeholder}: in its command, its environment or a HOME file."""
+        templates = [*(self.command_for(kind) or ()), *self.env.values(), *self.home_files.values()]
+        return any(placeholder in template_fields(template) for template in templates)
 
     def prints_session_id(self, kind: str) -> bool:
         """The launch always must; a later step unless the target declares its kind prints none."""

@@ -23,7 +23,7 @@ from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_di
 
 NAME = "code-puppy"
 PACKAGE = "code-puppy"
-# What `make run` measures (the README's table): the newest release on 2026-11-30,
+# What `make run` measures (docs/findings/code-puppy.md's table): the newest release on 2026-11-30,
 # and the release the seeds' fixes were proposed against.
 PINNED_VERSION = "0.0.946"
 OLDER_VERSION = "0.0.827"
@@ -127,6 +127,7 @@ def build(version: str, wire: str, memory: str, executable: str) -> Target:
         home_files=_config_files(wire),
         side_calls=SIDE_CALLS,
         compaction_calls=COMPACTION_CALLS,
+        adds_own_temporary_text=True,  # its autonomy instruction on every -p run (scenarios/code-puppy/temporary-headless-text.yaml)
     )
 
 

@@ -168,6 +168,9 @@ def build(spec: Spec, fmt: str, module_arg: str, search_path: str, has_compact: 
         timeout_s=60.0,
         env={"PYTHONPATH": literal(_PACKAGE_ROOT)},  # the driver is part of this package, importable from a checkout too
         executor=InProcessSteps(run_in_process) if spec.in_process else SubprocessSteps(),
+        # The example agent adds code-puppy's headless instruction (examples/pydantic-ai-agent); a user's agent that
+        # adds none is an error there, as the scenario's text is then in no request.
+        adds_own_temporary_text=True,
     )
 
 

@@ -115,6 +115,7 @@ def build(defects: list[str], in_process: bool = False) -> Target:
         executor=InProcessSteps(run_in_process) if in_process else SubprocessSteps(),
         expected_as=name if in_process else None,
         tool_call={"name": "calculator", "input": {"expression": "6*7"}},  # its one tool
+        adds_own_temporary_text=True,  # its headless instruction, code-puppy's words (reference_agent/prompt.py)
     )
 
 

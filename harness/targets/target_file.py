@@ -11,6 +11,9 @@ file are two targets in every report. `FILE@REV` reads the file itself at REV
 when it lies in that repository (harness.targets.file_at_revision), and every
 command must run something of the checkout: a revision whose code nothing
 reaches would be the same program on both sides of a comparison.
+
+The keys that say how to read the agent rather than start it (its session id,
+identity line, side calls, own tool) are read by harness.targets.target_keys.
 """
 
 from __future__ import annotations
@@ -20,18 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.journal.rules import RequestRule
 from harness.scenario.model import STEP_KINDS
-from harness.targets.base import (
-    DEFAULT_IDENTITY,
-    SESSION_ID_SOURCES,
-    SessionIdSource,
-    Target,
-    template_fields,
-    validate_template,
-)
+from harness.targets.base import Target, template_fields, validate_template
 from harness.targets.checkout import CheckoutError, Repository, open_repository, prepare_revision
 from harness.targets.checkout_use import command_without_checkout
+from harness.targets.target_keys import TargetKeys
 from harness.targets.file_at_revision import (
     WORKING_TREE_OPTION,
     FileAtRevision,
@@ -39,26 +35,15 @@ from harness.targets.file_at_revision import (
     read_at_revision,
     repository_folder,
 )
-from harness.documents.reader import Reader
-from harness.documents.located import (
-    LocatedDict,
-    LocatedList,
-    child_path,
-    describe,
-    item_path,
-    load_located,
-    load_located_file,
-    unknown_key_error,
-)
+from harness.documents.located import LocatedDict, child_path, describe, item_path, load_located, load_located_file
 
 PROTOCOLS = ("anthropic",)
 # What a target file's strings become, for the NUL refusal's message (validation.Reader.no_nul).
 PATH, REVISION, ENVIRONMENT = ("it is a path", "it is passed to git as an argument",
                                "it becomes an environment value of the agent")
 _TOP_KEYS = ("name", "protocol", "repo", "rev", *STEP_KINDS, "session_id", "steps_without_session_id", "identity",
-             "timeout_s", "env", "side_calls")
+             "timeout_s", "env", "side_calls", "tool_call")
 WORKING_TREE = "working-tree"  # the name suffix of a `repo:` target run from the folder as it is
-_SIDE_CALL_KEYS = ("model", "system", "prompt")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -81,7 +66,7 @@ def load_target_file(path: str | Path, rev: str | None = None, *, target_file_fr
     return _TargetReader(path, rev, at_revision).target(load_located(at_revision.text, at_revision.label))
 
 
-class _TargetReader(Reader):
+class _TargetReader(TargetKeys):
     """Validates one target file's text; errors name `self.path`, the file or `FILE@REV` for its text at REV."""
 
     def __init__(self, path: Path, rev_override: str | None = None, at_revision: FileAtRevision | None = None):
@@ -117,6 +102,7 @@ class _TargetReader(Reader):
         env = self.env(doc)
         side_calls = self.side_calls(doc)
         quiet_steps = self.steps_without_session_id(doc)
+        tool_call = self.tool_call(doc)
         # Only a file valid throughout reaches git: a typo never costs a checkout.
         checkout, revision, target_dir = None, None, self.file.resolve().parent
         if repo is not None:
@@ -137,6 +123,7 @@ class _TargetReader(Reader):
             side_calls=side_calls,
             steps_without_session_id=quiet_steps,
             source=self.file,
+            tool_call=tool_call,
             checkout=checkout,
             revision=revision,
         )
@@ -265,27 +252,6 @@ class _TargetReader(Reader):
                 line, where,
             )
 
-    def session_id(self, value: Any, line: int | None) -> SessionIdSource:
-        m = self.mapping(value, line, "session_id", f"a mapping with one of {', '.join(SESSION_ID_SOURCES)}")
-        if len(m) != 1:
-            raise self.error(f"expected exactly one of {', '.join(SESSION_ID_SOURCES)}, got {len(m)} keys", line, "session_id")
-        (kind,) = m
-        if kind not in SESSION_ID_SOURCES:
-            raise unknown_key_error(kind, SESSION_ID_SOURCES, self.path, m.key_line(kind), "session_id")
-        where = child_path("session_id", kind)
-        text = self.string(m[kind], m.key_line(kind), where, non_empty=True)
-        if kind == "stdout_regex":
-            self.regex(text, m.key_line(kind), where)
-        return SessionIdSource(kind, text)
-
-    def identity(self, doc: LocatedDict) -> str:
-        if "identity" not in doc:
-            return DEFAULT_IDENTITY
-        m = self.mapping(doc["identity"], doc.key_line("identity"), "identity", "a mapping with 'regex'")
-        self.known_keys(m, ("regex",), "identity")
-        text = self.string(self.require(m, "regex", "identity"), m.key_line("regex"), "identity.regex", non_empty=True)
-        return self.regex(text, m.key_line("regex"), "identity.regex")
-
     def env(self, doc: LocatedDict) -> dict[str, str]:
         if "env" not in doc:
             return {}
@@ -300,45 +266,3 @@ class _TargetReader(Reader):
             self.template(text, m.key_line(key), where)
             env[key] = text
         return env
-
-    def steps_without_session_id(self, doc: LocatedDict) -> frozenset[str]:
-        """Step kinds whose output has no session id by the agent's design; every other step must print one."""
-        if "steps_without_session_id" not in doc:
-            return frozenset()
-        where, line = "steps_without_session_id", doc.key_line("steps_without_session_id")
-        items = self.list_(doc[where], line, where, f"a list of step kinds ({', '.join(STEP_KINDS[1:])})")
-        kinds = set()
-        for i, item in enumerate(items):
-            kind = self.string(item, items.item_line(i), item_path(where, i))
-            if kind not in STEP_KINDS[1:]:
-                raise self.error(f"expected one of {', '.join(STEP_KINDS[1:])} (the launch must always print its "
-                                 f"session id), got {kind!r}", items.item_line(i), item_path(where, i))
-            kinds.add(kind)
-        return frozenset(kinds)
-
-    def side_calls(self, doc: LocatedDict) -> tuple[RequestRule, ...]:
-        if "side_calls" not in doc:
-            return ()
-        items = doc["side_calls"]
-        if not isinstance(items, LocatedList):
-            raise self.error(f"expected a list of rules, got {describe(items)}", doc.key_line("side_calls"), "side_calls")
-        rules = []
-        for i, item in enumerate(items):
-            where = item_path("side_calls", i)
-            m = self.mapping(item, items.item_line(i), where, f"a mapping with some of {', '.join(_SIDE_CALL_KEYS)}")
-            self.known_keys(m, _SIDE_CALL_KEYS, where)
-            if not m:
-                raise self.error(f"a rule needs at least one of {', '.join(_SIDE_CALL_KEYS)}", items.item_line(i), where)
-            patterns = {
-                key: self.regex(self.string(m[key], m.key_line(key), child_path(where, key)), m.key_line(key), child_path(where, key))
-                for key in m
-            }
-            rules.append(RequestRule(**patterns))
-        return tuple(rules)
-
-    def regex(self, text: str, line: int | None, where: str) -> str:
-        try:
-            re.compile(text)
-        except re.error as exc:
-            raise self.error(f"not a valid regular expression ({exc}): {text!r}", line, where) from None
-        return text
