@@ -29,9 +29,9 @@ import harness.fakeapi.formats.anthropic  # noqa: F401,E402
 import harness.targets  # noqa: F401,E402
 
 # The subcommands in the order `harness --help` lists them: the name, and its module under harness/commands/.
-COMMANDS = {"run": "run", "diff": "diff", "explore": "explore", "import": "importing", "minimize": "minimize",
-            "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
-STARTS_AGENTS = ("run", "diff", "explore", "minimize")
+COMMANDS = {"init": "init", "doctor": "doctor", "run": "run", "diff": "diff", "explore": "explore", "import": "importing",
+            "minimize": "minimize", "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
+STARTS_AGENTS = ("run", "diff", "explore", "minimize", "doctor")
 
 
 def _version() -> str:

@@ -37,7 +37,7 @@ from harness.targets.file_at_revision import (
 )
 from harness.documents.located import LocatedDict, child_path, describe, item_path, load_located, load_located_file
 
-PROTOCOLS = ("anthropic",)
+PROTOCOLS = ("anthropic", "openai-chat", "openai-responses", "gemini")  # the journal's wire formats (journal/exchange.py)
 # What a target file's strings become, for the NUL refusal's message (validation.Reader.no_nul).
 PATH, REVISION, ENVIRONMENT = ("it is a path", "it is passed to git as an argument",
                                "it becomes an environment value of the agent")
