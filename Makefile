@@ -19,7 +19,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The flakiness budget: the clean reference through the whole library, this many times, under -n 2.
 SOAK_ROUNDS ?= 50
 
-.PHONY: install tools browser run test soak bench clean
+.PHONY: install tools browser run test soak bench docs clean
 
 install: $(STAMP)
 
@@ -69,5 +69,10 @@ soak: install
 bench: tools
 	$(BIN)/python -m harness.bench --out reports/bench
 
+# The documentation site (mkdocs.yml, docs/) into site/, strictly: a broken link or anchor, or a page missing from
+# the nav, fails it. tests/test_docs.py runs the same build in `make test`.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .tools reports/run-* reports/latest
+	rm -rf $(VENV) .tools reports/run-* reports/latest site

@@ -1,4 +1,4 @@
-"""The house as docs/architecture.md draws it: the layering holds in the code, and the page matches the tree.
+"""The house as docs/explanation/architecture.md draws it: the layering holds in the code, and the page matches the tree.
 
 The contracts are import-linter's (in pyproject.toml), run here as the real
 `lint-imports` command; each is also shown to break on a copy of the package
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "architecture.md"
+PAGE = ROOT / "docs" / "explanation" / "architecture.md"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 MAX_LINES = 350
 

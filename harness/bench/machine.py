@@ -1,6 +1,6 @@
 """Which machine and which revision a set of figures came from: without it a number means nothing.
 
-The README quotes the latest figures with this line; a reader comparing two
+docs/findings/benchmarks.md quotes the latest figures with this line; a reader comparing two
 runs needs to know they ran the same code on comparable hardware, and how busy
 the machine was (the load average before and after).
 """
@@ -27,7 +27,7 @@ def describe(checkout: Path) -> dict:
 
 
 def machine_line(machine: dict) -> str:
-    """One line for the README and the markdown table's header."""
+    """One line for the findings page and the markdown table's header."""
     git = machine.get("git") or {}
     rev = (git.get("revision") or "unknown")[:12] + (" (with uncommitted changes)" if git.get("dirty") else "")
     return (f"{machine.get('cpu_model')}, {machine.get('usable_cores')} of {machine.get('cores')} cores, "

@@ -1,4 +1,4 @@
-"""bench.json and bench.md: the figures as data, and the short table the README quotes.
+"""bench.json and bench.md: the figures as data, and the short table docs/findings/benchmarks.md quotes.
 
 The markdown is rendered from the JSON document alone (render_markdown), so a
 table can always be redrawn from a kept bench.json, and the targets the issue

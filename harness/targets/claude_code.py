@@ -23,7 +23,7 @@ from harness.targets.installs import node_platform, npm_package_dir
 NAME = "claude-code"
 PACKAGE = "@anthropic-ai/claude-code"
 # The version `claude-code` alone means, and the older one `make run` compares it with
-# (chosen by running both: see the README's table).
+# (chosen by running both: see docs/findings/claude-code.md).
 PINNED_VERSION = "2.1.332"
 OLDER_VERSION = "2.1.236"
 

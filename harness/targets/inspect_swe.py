@@ -30,7 +30,7 @@ PACKAGE = "inspect-swe"
 MEASURED_COMPANIONS = ("inspect-ai==0.3.285", "anthropic==2.14.0")
 COMPANIONS = ("inspect-ai", "anthropic")
 LATEST = "latest"
-# The release the scenarios' expectations and the README's table were measured on (the newest on 2026-11-30);
+# The release the scenarios' expectations and docs/findings/inspect-swe.md's table were measured on (the newest on 2026-11-30);
 # `inspect-swe` alone means the newest release, whatever it is by then.
 MEASURED_VERSION = "0.2.72"
 PINS = {"pin": "inspect_swe's bridge-side system-prompt pin on, as released",

@@ -21,7 +21,7 @@ BUILT_IN = (("reference", "reference"), ("claude-code", "claude_code"), ("code-p
             ("pydantic-ai", "pydantic_ai"), ("inspect-swe", "inspect_swe"), ("codex", "codex"),
             ("gemini-cli", "gemini_cli"), ("qwen-code", "qwen_code"), ("opencode", "opencode"))
 TARGET_FILE_GRAMMAR = "the path of a target file (*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
-TARGET_FILE_LISTING = "PATH.yaml                 a target file describing any agent (see README)"
+TARGET_FILE_LISTING = "PATH.yaml                 a target file describing any agent (docs/reference/target-file.md)"
 
 
 def _built_in(module: str) -> TargetFamily:

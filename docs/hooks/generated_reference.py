@@ -1,0 +1,152 @@
+"""mkdocs hook: the CLI reference and the exit codes, rendered from the code at build time.
+
+A hand-written copy of `--help` drifts the day someone adds an option; this page
+is built from `harness.cli.build_parser()` itself, so a new subcommand or option
+appears by itself, and the exit codes from the constants the commands return.
+A page holds a marker comment where the generated text goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+
+CLI_MARKER = "<!-- generated: cli -->"
+EXIT_MARKER = "<!-- generated: exit-codes -->"
+PYTEST_MARKER = "<!-- generated: pytest-options -->"
+
+# What each constant of harness.commands.common means; a constant missing here fails the build (see _exit_codes).
+EXIT_MEANINGS = {
+    "EXIT_OK": "every verdict matches its expectation (a check with no stated expectation must pass); "
+               "for `harness diff`, no regression and no error",
+    "EXIT_DIFFERS": "some verdict differs from its expectation, a run errored, the gate failed, something was found, "
+                    "or the harness itself failed (the last line says what)",
+    "EXIT_INPUT": "bad input or usage, reported as one line `harness: error: FILE:LINE: ...`; no report is written",
+    "EXIT_INTERRUPTED": "stopped by Ctrl-C or SIGTERM; every report written says INTERRUPTED",
+}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if CLI_MARKER in markdown:
+        markdown = markdown.replace(CLI_MARKER, render_cli())
+    if EXIT_MARKER in markdown:
+        markdown = markdown.replace(EXIT_MARKER, render_exit_codes())
+    if PYTEST_MARKER in markdown:
+        markdown = markdown.replace(PYTEST_MARKER, render_pytest_options())
+    return markdown
+
+
+def _text(value: str) -> str:
+    """argparse help as Markdown: code spans kept, everything else escaped (`<time>` is no HTML tag, `*` no emphasis)."""
+    parts = re.split(r"(`[^`]*`)", value)
+    return "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1
+                   else re.sub(r"([\\*_\[\]|#])", r"\\\1", html.escape(part, quote=False))
+                   for part in parts)
+
+
+def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    if not action.help or action.help == argparse.SUPPRESS:
+        return ""
+    return " ".join(parser._get_formatter()._expand_help(action).split())
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> tuple[argparse._SubParsersAction, dict[str, str]]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    return action, helps
+
+
+def _arguments(parser: argparse.ArgumentParser) -> list[str]:
+    lines = []
+    for action in parser._actions:
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        if action.option_strings:
+            metavar = "" if action.nargs == 0 else " " + parser._get_formatter()._format_args(action, action.dest.upper())
+            names = ", ".join(f"`{option}{metavar}`" for option in action.option_strings)
+        else:
+            names = f"`{parser._get_formatter()._format_args(action, action.dest)}`"
+        described = _text(_help(parser, action))
+        # argparse marks a `*` positional required; only an option that must be given is worth saying so.
+        tail = " (required)" if action.required and (action.option_strings or action.nargs not in ("?", "*")) else ""
+        lines.append(f"- {names}: {described}{tail}".rstrip(": "))
+    return lines
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    usage = parser.format_usage().strip()
+    return "```\n" + usage + "\n```"
+
+
+def render_cli() -> str:
+    from harness.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    action, helps = _subcommands(parser)
+    out = [_usage(parser), ""]
+    if parser.epilog:
+        out += ["```", parser.epilog.strip(), "```", ""]
+    out += ["Options of `harness` itself:", "", *_arguments(parser), ""]
+    out += ["| command | what it does |", "|---|---|"]
+    out += [f"| [`harness {name}`](#harness-{name}) | {_text(helps.get(name, ''))} |" for name in COMMANDS]
+    out.append("")
+    for name in COMMANDS:
+        sub = action.choices[name]
+        out += [f"## `harness {name}` {{#harness-{name}}}", "", _text(helps.get(name, "")), "", _usage(sub), ""]
+        if sub.description:
+            out += [_text(" ".join(sub.description.split())), ""]
+        arguments = _arguments(sub)
+        out += (arguments or ["No arguments."]) + [""]
+        if sub.epilog:
+            out += ["```", sub.epilog.strip(), "```", ""]
+    return "\n".join(out)
+
+
+def _exit_codes() -> list[tuple[str, int]]:
+    from harness.commands import common
+
+    codes = sorted(((name, value) for name, value in vars(common).items()
+                    if name.startswith("EXIT_") and isinstance(value, int)), key=lambda item: item[1])
+    unknown = [name for name, _ in codes if name not in EXIT_MEANINGS]
+    if unknown:
+        raise ValueError(f"docs/hooks/generated_reference.py: say what {', '.join(unknown)} means in EXIT_MEANINGS")
+    return codes
+
+
+def render_exit_codes() -> str:
+    out = ["| code | constant | meaning |", "|---|---|---|"]
+    out += [f"| **{value}** | `{name}` | {EXIT_MEANINGS[name]} |" for name, value in _exit_codes()]
+    return "\n".join(out)
+
+
+class _Options:
+    """Stands in for pytest's parser: records what the plugin's pytest_addoption declares."""
+
+    def __init__(self):
+        self.options: list[tuple[tuple[str, ...], dict]] = []
+        self.ini: list[tuple[str, str]] = []
+
+    def getgroup(self, name: str, description: str = "", **_):
+        return self
+
+    def addoption(self, *names: str, **kwargs) -> None:
+        self.options.append((names, kwargs))
+
+    def addini(self, name: str, help: str, **_) -> None:
+        self.ini.append((name, help))
+
+
+def render_pytest_options() -> str:
+    from harness import pytest_plugin
+
+    recorded = _Options()
+    pytest_plugin.pytest_addoption(recorded)
+    out = []
+    for names, kwargs in recorded.options:
+        metavar = "" if kwargs.get("action") in ("store_true", "store_false") else "=" + kwargs.get("metavar", "VALUE")
+        shown = ", ".join(f"`{name}{metavar}`" for name in names)
+        out.append(f"- {shown}: {_text(' '.join(str(kwargs.get('help', '')).split()))}")
+    for name, help_text in recorded.ini:
+        out.append(f"- ini option `{name}`: {_text(' '.join(help_text.split()))}")
+    return "\n".join(out)
