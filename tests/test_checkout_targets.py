@@ -87,6 +87,18 @@ def commit(repo: Path, files: dict[str, str], message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+def main_and_buggy(tmp_path: Path) -> Path:
+    """agent-repo with target.yaml (`repo: .`): main keeps the appended text on resume, the branch buggy drops it."""
+    repo = tmp_path / "agent-repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, {"agent.py": V2, "target.yaml": TARGET.format(repo=".", rev="")}, "keeps the text")
+    git(repo, "checkout", "-q", "-b", "buggy")
+    commit(repo, {"agent.py": V1}, "drops the text on resume")
+    git(repo, "checkout", "-q", "main")
+    return repo
+
+
 def worktrees(repo: Path) -> list[str]:
     return [line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
             if line.startswith("worktree ")]

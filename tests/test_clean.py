@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_checkout_targets import SCENARIO, TARGET, V1, V2, commit, git, tools, worktrees  # noqa: F401  (fixture)
+from test_checkout_targets import SCENARIO, git, main_and_buggy, tools, worktrees  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,13 +23,7 @@ def harness(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 def test_clean_unregisters_and_deletes_the_worktrees_a_diff_left(tmp_path, tools):  # noqa: F811
-    repo = tmp_path / "agent-repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    commit(repo, {"agent.py": V2, "target.yaml": TARGET.format(repo=".", rev="")}, "keeps the text")
-    git(repo, "checkout", "-q", "-b", "buggy")
-    commit(repo, {"agent.py": V1}, "drops the text on resume")
-    git(repo, "checkout", "-q", "main")
+    repo = main_and_buggy(tmp_path)
     (tmp_path / "s.yaml").write_text(SCENARIO)
     env = {"HARNESS_TOOLS_DIR": str(tools), "TMPDIR": str(tmp_path)}
     diff = harness("diff", "s.yaml", "-b", f"{repo}/target.yaml@main", "-c", f"{repo}/target.yaml@buggy",

@@ -325,7 +325,7 @@ def test_auto_is_one_worker_per_cpu(tmp_path):
     from harness.cli import build_parser
 
     assert build_parser().parse_args(["run", "-n", "auto"]).workers == (os.cpu_count() or 1)
-    assert build_parser().parse_args(["run"]).workers == 1
+    assert build_parser().parse_args(["run"]).workers is None  # no flag: the table's `workers`, else 1 (test_suites)
     (tmp_path / "s.yaml").write_text("name: s\nappend: x\nsteps:\n  - launch: {prompt: a, reply: A}\n")
     proc = harness("run", "s.yaml", "-n", "auto", "--report-dir", str(tmp_path / "out"), cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_checkout_targets import SCENARIO, TARGET, V1, V2, commit, git, tools  # noqa: F401  (fixture)
+from test_checkout_targets import SCENARIO, main_and_buggy, tools  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,24 +23,13 @@ def harness(argv: list[str], cwd: Path, env: dict) -> subprocess.CompletedProces
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
 
 
-def agent_repository(tmp_path: Path) -> Path:
-    repo = tmp_path / "agent-repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    commit(repo, {"agent.py": V2, "target.yaml": TARGET.format(repo=".", rev="")}, "keeps the text")
-    git(repo, "checkout", "-q", "-b", "buggy")
-    commit(repo, {"agent.py": V1}, "drops the text on resume")
-    git(repo, "checkout", "-q", "main")
-    return repo
-
-
 def replay_line(text: str) -> list[str]:
     line = next(line for line in text.splitlines() if "Replay:" in line)
     return shlex.split(line.split("Replay:", 1)[1])
 
 
 def test_minimize_on_a_target_file_at_a_revision_writes_a_replay_that_runs(tmp_path, tools):  # noqa: F811
-    repo = agent_repository(tmp_path)
+    repo = main_and_buggy(tmp_path)
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO.replace("  - resume: {prompt: \"Add 5.\", reply: \"22.\"}\n",
                                          "  - resume: {prompt: \"Add 5.\", reply: \"22.\"}\n"
@@ -57,7 +46,7 @@ def test_minimize_on_a_target_file_at_a_revision_writes_a_replay_that_runs(tmp_p
 
 
 def test_explore_on_a_target_file_at_a_revision_prints_commands_that_run(tmp_path, tools):  # noqa: F811
-    agent_repository(tmp_path)
+    main_and_buggy(tmp_path)
     env = {"HARNESS_TOOLS_DIR": str(tools), "TMPDIR": str(tmp_path)}
     done = harness(["explore", "--target", "agent-repo/target.yaml@buggy", "--profile", "ci", "--examples", "8",
                     "--max-steps", "3", "--out", "found"], tmp_path, env)

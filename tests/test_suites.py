@@ -192,3 +192,19 @@ def test_a_stop_in_one_suite_lists_every_later_suites_runs_as_not_run(tmp_path):
         ("sea", "reference:drop-append-on-resume")]
     assert all(r["status"] == "error" and r["interrupted"] for r in runs), runs
     assert [r["error"] for r in runs[1:]] == ["not run: the harness was interrupted before this run"] * 2
+
+
+def test_the_configured_workers_are_the_default_and_n_overrides_them(tmp_path):
+    import re
+
+    here = project(tmp_path, 'scenarios = ["agent-scenarios"]\ntargets = ["reference", "reference:forget-last-reply"]\n'
+                             'workers = 2\n')
+    (here / "agent-scenarios" / "sky.yaml").write_text(SKY.format(name="sky", expect=(
+        "expect:\n  reference:forget-last-reply: {history_preserved: fail}\n")))
+    pooled = harness("run", "--report-dir", "pooled", cwd=here)
+    assert pooled.returncode == 0, pooled.stderr
+    tagged = re.compile(r"(?m)^\[\d/2\] +step 1/2 launch")  # a pool's progress: every line tagged with its run
+    assert len(tagged.findall(pooled.stderr)) == 2, pooled.stderr
+    serial = harness("run", "-n", "1", "--report-dir", "serial", cwd=here)
+    assert serial.returncode == 0 and not tagged.search(serial.stderr), serial.stderr
+    assert rows(here / "pooled") == rows(here / "serial")
