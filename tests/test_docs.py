@@ -174,3 +174,35 @@ def test_the_pytest_page_lists_every_option_of_the_plugin(site):
     assert declared and all(name.startswith("--harness-") for name in declared)
     for name in declared:
         assert name in text, name
+
+
+def _readme_yaml_blocks() -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+
+
+def test_the_readmes_scenario_and_target_file_are_what_the_harness_reads(tmp_path):
+    """A team copies these first: the harness's own readers take them as written."""
+    import harness.fakeapi.formats.anthropic  # noqa: F401  (the rules the scenario reader is given)
+    from harness.scenario.reader import scenario_from_text
+    from harness.targets.target_file import load_target_file
+
+    blocks = _readme_yaml_blocks()
+    scenarios = [b for b in blocks if re.search(r"(?m)^steps:", b)]
+    targets = [b for b in blocks if re.search(r"(?m)^session_id:", b)]
+    assert len(scenarios) == 1 and len(targets) == 1, blocks
+    assert scenario_from_text(scenarios[0], "README.md").steps
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # `repo: .`: the team's repository
+    (tmp_path / "harness-target.yaml").write_text(targets[0])
+    assert load_target_file(tmp_path / "harness-target.yaml").commands["resume"]
+
+
+def test_the_readmes_ci_step_names_only_inputs_the_action_declares():
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    steps = [step for block in _readme_yaml_blocks() if "uses: OWNER/REPO@REF" in block
+             for step in yaml.safe_load(block) if "OWNER/REPO" in str(step.get("uses", ""))]
+    assert len(steps) == 1, steps
+    given = set(steps[0]["with"])
+    assert given <= set(action["inputs"]) and all(action["inputs"][k].get("required") is not True or k in given
+                                                   for k in action["inputs"])
+    commented = set(re.findall(r"(?m)^\s*# ([a-z-]+):", next(b for b in _readme_yaml_blocks() if "OWNER/REPO@REF" in b)))
+    assert commented <= set(action["inputs"]), commented - set(action["inputs"])
