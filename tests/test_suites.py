@@ -167,7 +167,8 @@ def test_import_writes_into_the_configured_folder_and_says_how_to_replay(tmp_pat
 
 def test_a_stop_in_one_suite_lists_every_later_suites_runs_as_not_run(tmp_path):
     import signal
-    import time
+
+    from test_interrupt import wait_for
 
     here = project(tmp_path, SUITES.replace('targets = ["reference", "reference:drop-append-on-resume"]',
                                             f'targets = ["{ROOT / "tests" / "agents" / "hang-on-resume.yaml"}"]'))
@@ -177,9 +178,7 @@ def test_a_stop_in_one_suite_lists_every_later_suites_runs_as_not_run(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)})
     try:
-        deadline = time.monotonic() + 60  # the hanging resume writes its pids into its HOME
-        while not list(scratch.glob("harness-sky*/home/pids.json")) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for("harness-sky*/home/pids.json", scratch)  # the hanging resume wrote its pids into its HOME
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
