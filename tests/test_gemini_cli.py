@@ -91,7 +91,9 @@ def test_a_compact_step_is_reported_as_one_it_cannot_express(tmp_path):
 
 def test_a_resume_rewrites_the_first_message_with_the_current_directory_listing(tmp_path):
     result, journal = run(GIT, "append-every-launch", tmp_path)
+    # Seen once to fail prefix_stable in a fresh clone's whole suite, never since in 57 runs alone or under load:
+    # the evidence (which bytes moved) is kept in the failure message for the next time.
     assert verdicts(result) == {"identity_stable": "pass", "appended_exactly_once": "pass", "prefix_stable": "pass",
-                                "history_preserved": "fail"}
+                                "history_preserved": "fail"}, [c.message for c in result.checks if c.verdict != "pass"]
     first, second = ([json.loads(r["body"])["contents"][0]["parts"][0]["text"]] for r in records(journal)[:2])
     assert "notes.txt" not in first[0] and "notes.txt" in second[0]  # committed between the turns
