@@ -115,7 +115,7 @@ class _Collection:
 
     def __init__(self, project: harness_config.Config, config: pytest.Config):
         self.paths = self.configured(project) if project.path is not None else []
-        self.inbox = (project.folder / project.explore_inbox).resolve()
+        self.inbox = project.inbox()
         here = Path(config.invocation_params.dir)
         given = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []  # not testpaths
         self.named = [(here / arg.split("::")[0]).resolve() for arg in given]

@@ -46,7 +46,7 @@ def load_library(paths: list[str], project) -> list:
     from harness.scenario.reader import load_scenarios
 
     scenarios = load_scenarios(paths)
-    inbox = Path(project.place(project.explore_inbox)).resolve()
+    inbox = project.inbox()
     if any(Path(p).resolve() == inbox or Path(p).resolve().is_relative_to(inbox) for p in paths):
         return scenarios
     return [s for s in scenarios if s.path is None or not Path(s.path).resolve().is_relative_to(inbox)]

@@ -10,10 +10,10 @@ harness's source first.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from harness.commands.common import EXIT_OK
+from harness.config import shown
 from harness.commands.init_ci import CI_CHOICES, include_line
 from harness.commands.init_plan import CONFIG_CHOICES
 from harness.commands.init_templates import DEFAULT_WIRE_FORMAT, TARGET_FILE, WIRE_FORMATS
@@ -47,21 +47,14 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     planned = init_plan.plan(init_plan.Choices(folder, args.config, args.wire_format, args.ci, source))
     init_plan.write(planned)
     for item in planned:
-        print(f"wrote {_shown(item.path)}" + (f" ({item.note})" if item.note else ""))
+        print(f"wrote {shown(item.path)}" + (f" ({item.note})" if item.note else ""))
     print()
     print(_next_steps(folder, planned, args.ci))
     return EXIT_OK
 
 
-def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd().resolve()) else str(path)
-    except ValueError:
-        return str(path)
-
-
 def _next_steps(folder: Path, planned, ci: str) -> str:
-    where = "" if folder.resolve() == Path.cwd().resolve() else f" (in {_shown(folder)})"
+    where = "" if folder.resolve() == Path.cwd().resolve() else f" (in {shown(folder)})"
     top = sorted({item.path.relative_to(folder).parts[0] for item in planned})
     steps = [
         f"Next{where}:",

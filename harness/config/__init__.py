@@ -61,17 +61,15 @@ class Config:
     tools_dir: str | None = None
     workers: int = 1
     suites: tuple[Suite, ...] = ()
-    given: frozenset[str] = frozenset()  # the keys the file sets (the rest are defaults)
 
     def place(self, value: str) -> str:
         """A path from the table as the commands use it: relative to the current folder when it lies below it."""
         path = Path(value).expanduser()
-        if not path.is_absolute():
-            path = self.folder / path
-        try:
-            return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd().resolve()) else str(path)
-        except ValueError:
-            return str(path)
+        return shown(path if path.is_absolute() else self.folder / path)
+
+    def inbox(self) -> Path:
+        """Explore's inbox, resolved: its findings are replayed when named, and otherwise kept out of the library."""
+        return Path(self.place(self.explore_inbox)).resolve()
 
     def scenario_paths(self) -> list[str]:
         return [self.place(p) for p in self.scenarios]
@@ -113,19 +111,25 @@ class Config:
         return cache / "harness" / "tools"
 
 
-def _rebase_file_spec(spec: str, folder: Path) -> str:
-    """`agent.yaml@main` written in the table names a file beside the table, whichever folder harness runs in."""
-    path_part, at, rev = spec.partition("@")
-    if Path(path_part).is_absolute() or not path_part.endswith((".yaml", ".yml")):
-        return spec
-    candidate = folder / path_part
-    if not candidate.is_file():
-        return spec
+def shown(path: Path) -> str:
+    """`path` as a user in the current folder writes it: relative below that folder, absolute elsewhere."""
     try:
-        shown = os.path.relpath(candidate) if candidate.resolve().is_relative_to(Path.cwd().resolve()) else str(candidate)
+        return os.path.relpath(path) if path.resolve().is_relative_to(Path.cwd().resolve()) else str(path)
     except ValueError:
-        shown = str(candidate)
-    return shown + at + rev
+        return str(path)
+
+
+def _rebase_file_spec(spec: str, folder: Path) -> str:
+    """`agent.yaml@main` written in the table names a file beside the table, whichever folder harness runs in.
+
+    The last '@' splits a revision off, as the target registry splits `FILE@REV`; a family's spec is left as written.
+    """
+    path_part, at, rev = spec.rpartition("@")
+    if not at or (folder / spec).is_file():  # no revision, or a file whose name holds an '@'
+        path_part, at, rev = spec, "", ""
+    if Path(path_part).is_absolute() or not path_part.endswith((".yaml", ".yml")) or not (folder / path_part).is_file():
+        return spec
+    return shown(folder / path_part) + at + rev
 
 
 def find(start: Path | None = None) -> Path | None:
@@ -221,7 +225,7 @@ class _Reader:
             values["workers"] = self.workers(data["workers"], (), "workers")
         if "suites" in data:
             values["suites"] = self.suites(data["suites"])
-        return Config(path=self.path, folder=self.path.parent.resolve(), given=frozenset(data), **values)
+        return Config(path=self.path, folder=self.path.parent.resolve(), **values)
 
     def suites(self, value: Any) -> tuple[Suite, ...]:
         if not isinstance(value, dict):
