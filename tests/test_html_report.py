@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import struct
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from builders import assistant, exchange, system, user
+from offline_browser import offline_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,8 +44,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RETRY = ROOT / "scenarios" / "retry-after-wrong-answer.yaml"
 COMPACTION = ROOT / "scenarios" / "compaction-then-resume.yaml"
 AGENTS = ROOT / "tests" / "agents"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 HOSTILE = """\
 name: hostile-text
@@ -593,36 +591,13 @@ def _png_distinct_bytes(data: bytes) -> int:
 
 
 def test_report_in_headless_chromium_offline(comparisons, tmp_path, monkeypatch):
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
-    if missing:
-        pytest.fail(f"{' and '.join(missing)} not found: run `make test`, which installs Debian's chromium and "
-                    "chromium-driver (or `make browser`)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     started = time.monotonic()
-    monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager never looks anything up
     comparison = comparisons["timestamp"]
     result = check_result(comparison, "candidate", "prefix_stable")
     report = write_comparison(comparison, tmp_path / "report.html", ["harness", "diff"])
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-quic", "--window-size=1280,1000", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-                     "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    try:
-        driver.set_page_load_timeout(15)
-        driver.execute_cdp_cmd("Network.enable", {})
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions",
-                               {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
-        driver.get(report.as_uri())
-        assert driver.execute_script("return navigator.onLine") is False
-        assert driver.execute_script("return document.readyState") == "complete"
-        assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    with offline_page(report, tmp_path, monkeypatch) as driver:
         assert driver.execute_script(  # nothing that could load: no script, link, src, off-page href or sheet by URL
             "return [...document.querySelectorAll('script, link, iframe, object, embed, [src], [srcset], "
             "[href]:not([href^=\"#\"])')].length + [...document.styleSheets].filter(s => s.href).length") == 0
@@ -660,6 +635,4 @@ def test_report_in_headless_chromium_offline(comparisons, tmp_path, monkeypatch)
         width, height = _png_size(data)
         assert width >= 800 and height >= 600 and len(data) > 20_000
         assert _png_distinct_bytes(data) > 50
-    finally:
-        driver.quit()
     assert time.monotonic() - started < 20

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 from test_html_report import (
-    AGENTS, CHROMEDRIVER, CHROMIUM, HOSTILE, RETRY, THREE_STEPS, Node, Tree, _png_distinct_bytes, _png_size,
+    AGENTS, HOSTILE, RETRY, THREE_STEPS, Node, Tree, _png_distinct_bytes, _png_size,
 )
+from offline_browser import offline_page
 from test_interrupt import SCENARIO as STOPPABLE
 from test_interrupt import wait_for
 from vocabulary import as_foreground
@@ -362,37 +363,14 @@ def test_the_html_reporter_alone_writes_only_report_html(tmp_path):
 
 
 def test_run_report_in_headless_chromium_offline(runs, tmp_path, monkeypatch):
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
-    if missing:
-        pytest.fail(f"{' and '.join(missing)} not found: run `make test`, which installs Debian's chromium and "
-                    "chromium-driver (or `make browser`)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     started = time.monotonic()
-    monkeypatch.setenv("SE_OFFLINE", "true")  # Selenium Manager never looks anything up
     results = runs["matrix"] + runs["broken"]
     number, check = next((n, c) for n, r in enumerate(results, 1) for c in r.checks
                          if c.check == "prefix_stable" and c.verdict == FAIL and not c.as_expected)
     report = write_run(results, tmp_path / "report.html", ["harness", "run"])
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-quic", "--window-size=1280,1000", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-                     "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    try:
-        driver.set_page_load_timeout(15)
-        driver.execute_cdp_cmd("Network.enable", {})
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions",
-                               {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
-        driver.get(report.as_uri())
-        assert driver.execute_script("return navigator.onLine") is False
-        assert driver.execute_script("return document.readyState") == "complete"
-        assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    with offline_page(report, tmp_path, monkeypatch) as driver:
         assert driver.title == f"harness run: {len(results)} runs"
 
         def shown(css: str) -> list[str]:
@@ -434,6 +412,4 @@ def test_run_report_in_headless_chromium_offline(runs, tmp_path, monkeypatch):
         data = screenshot.read_bytes()
         width, height = _png_size(data)
         assert width >= 800 and height >= 600 and len(data) > 20_000 and _png_distinct_bytes(data) > 50
-    finally:
-        driver.quit()
     assert time.monotonic() - started < 20
