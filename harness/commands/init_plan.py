@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.commands import init_ci, init_templates
-from harness.config import OWN_FILE, PYPROJECT, Config
+from harness.config import OWN_FILE, PYPROJECT, Config, has_table
 from harness.errors import InputError
 from harness.targets.checkout import CheckoutError, open_repository
 
@@ -85,7 +85,7 @@ def _configuration(folder: Path, choice: str | None) -> Planned:
     if choice is None:
         choice = "pyproject" if pyproject.is_file() else OWN_FILE
     if choice == OWN_FILE:
-        if pyproject.is_file() and _has_table(pyproject):
+        if pyproject.is_file() and has_table(pyproject):
             raise InputError(f"already has a [tool.harness] table, which a new {OWN_FILE} would silently override; "
                              "harness init overwrites nothing, so it wrote nothing", pyproject)
         return Planned(own, init_templates.config_body(top_level=True))
@@ -115,14 +115,6 @@ def _configuration(folder: Path, choice: str | None) -> Planned:
                          "(docs/reference/configuration.md lists the keys); nothing was written", pyproject) from None
     assert isinstance(added.get("tool"), dict) and "harness" in added["tool"]
     return Planned(pyproject, addition, appends=True, note="[tool.harness] appended")
-
-
-def _has_table(pyproject: Path) -> bool:
-    try:
-        tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # not a configuration the harness could read: nothing to override
-    return isinstance(tool, dict) and "harness" in tool
 
 
 def _in_git(folder: Path) -> bool:

@@ -140,12 +140,13 @@ def find(start: Path | None = None) -> Path | None:
         if own.is_file():
             return own
         pyproject = folder / PYPROJECT
-        if pyproject.is_file() and _has_table(pyproject):
+        if pyproject.is_file() and has_table(pyproject):
             return pyproject
     return None
 
 
-def _has_table(pyproject: Path) -> bool:
+def has_table(pyproject: Path) -> bool:
+    """Whether this pyproject.toml holds a [tool.harness] table (a broken one: whether it mentions one)."""
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
