@@ -16,16 +16,6 @@ CLI_MARKER = "<!-- generated: cli -->"
 EXIT_MARKER = "<!-- generated: exit-codes -->"
 PYTEST_MARKER = "<!-- generated: pytest-options -->"
 
-# What each constant of harness.commands.common means; a constant missing here fails the build (see _exit_codes).
-EXIT_MEANINGS = {
-    "EXIT_OK": "every verdict matches its expectation (a check with no stated expectation must pass); "
-               "for `harness diff`, no regression and no error",
-    "EXIT_DIFFERS": "some verdict differs from its expectation, a run errored, the gate failed, something was found, "
-                    "or the harness itself failed (the last line says what)",
-    "EXIT_INPUT": "bad input or usage, reported as one line `harness: error: FILE:LINE: ...`; no report is written",
-    "EXIT_INTERRUPTED": "stopped by Ctrl-C or SIGTERM; every report written says INTERRUPTED",
-}
-
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if CLI_MARKER in markdown:
@@ -103,20 +93,18 @@ def render_cli() -> str:
     return "\n".join(out)
 
 
-def _exit_codes() -> list[tuple[str, int]]:
+def render_exit_codes() -> str:
+    """harness --help's own table (harness.cli.EXIT_CODES), with each code's constant; a constant it leaves out stops
+    the build, so the page and the help never say different things."""
+    from harness.cli import EXIT_CODES
     from harness.commands import common
 
-    codes = sorted(((name, value) for name, value in vars(common).items()
-                    if name.startswith("EXIT_") and isinstance(value, int)), key=lambda item: item[1])
-    unknown = [name for name, _ in codes if name not in EXIT_MEANINGS]
-    if unknown:
-        raise ValueError(f"docs/hooks/generated_reference.py: say what {', '.join(unknown)} means in EXIT_MEANINGS")
-    return codes
-
-
-def render_exit_codes() -> str:
+    names = {value: name for name, value in vars(common).items() if name.startswith("EXIT_") and isinstance(value, int)}
+    missing = sorted(set(names) - {code for code, _ in EXIT_CODES})
+    if missing:
+        raise ValueError(f"harness.cli.EXIT_CODES does not say what exit code(s) {missing} mean")
     out = ["| code | constant | meaning |", "|---|---|---|"]
-    out += [f"| **{value}** | `{name}` | {EXIT_MEANINGS[name]} |" for name, value in _exit_codes()]
+    out += [f"| **{code}** | `{names[code]}` | {meaning} |" for code, meaning in EXIT_CODES]
     return "\n".join(out)
 
 
