@@ -133,8 +133,10 @@ def test_a_configured_inbox_is_left_out_of_runs_unless_named(tmp_path):
                              'explore_inbox = "agent-scenarios/inbox"\n')
     (here / "agent-scenarios" / "inbox").mkdir()
     (here / "agent-scenarios" / "inbox" / "new.yaml").write_text(SKY.format(name="new", expect=""))
+    (here / "agent-scenarios" / "inbox" / "half-written.yaml").write_text("name: [\n")  # never read unless named
     library = harness("run", "-q", "--report-dir", "library", cwd=here)
-    assert library.returncode == 0 and rows(here / "library") == [("sky", "reference", "pass")]
+    assert library.returncode == 0 and rows(here / "library") == [("sky", "reference", "pass")], library.stderr
+    (here / "agent-scenarios" / "inbox" / "half-written.yaml").unlink()
     named = harness("run", "agent-scenarios/inbox", "-q", "--report-dir", "inbox", cwd=here)
     assert named.returncode == 0 and rows(here / "inbox") == [("new", "reference", "pass")]
 

@@ -39,14 +39,12 @@ def load_library(paths: list[str], project) -> list:
     """The scenarios under `paths`, without explore's configured inbox unless a path named lies in it.
 
     The reader leaves out folders named `found` itself; a team's inbox may have another name (`explore_inbox`),
-    and its findings are replayed when named and otherwise kept out of the library's runs.
+    and its findings are replayed when named and otherwise kept out of the library's runs, unread.
     """
     from pathlib import Path
 
     from harness.scenario.reader import load_scenarios
 
-    scenarios = load_scenarios(paths)
     inbox = project.inbox()
-    if any(Path(p).resolve() == inbox or Path(p).resolve().is_relative_to(inbox) for p in paths):
-        return scenarios
-    return [s for s in scenarios if s.path is None or not Path(s.path).resolve().is_relative_to(inbox)]
+    named = any(Path(p).resolve() == inbox or Path(p).resolve().is_relative_to(inbox) for p in paths)
+    return load_scenarios(paths, skip=() if named else (inbox,))

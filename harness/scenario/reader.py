@@ -158,14 +158,16 @@ def scenario_from_text(text: str, path: str | Path | None = None) -> Scenario:
     return _ScenarioReader(path).scenario(load_located(text, path))[0]
 
 
-def find_scenario_files(path: str | Path) -> list[Path]:
+def find_scenario_files(path: str | Path, skip: Iterable[Path] = ()) -> list[Path]:
     """``path`` itself if a file; else its *.yaml / *.yml files, recursively, sorted, hidden entries skipped.
 
     A folder named `found` below ``path`` is skipped: it is `harness explore`'s inbox of failing
     sequences, replayed when named (`harness run scenarios/found`), and kept out of the library's
-    runs until a scenario is moved into the library.
+    runs until a scenario is moved into the library; so are the folders in ``skip`` (a project's
+    inbox of another name), never read.
     """
     path = Path(path)
+    skipped = {Path(p).resolve() for p in skip}
     if path.is_file():
         return [path]
     if not path.exists():
@@ -178,7 +180,8 @@ def find_scenario_files(path: str | Path) -> list[Path]:
 
     found: list[Path] = []
     for root, dirs, files in os.walk(path, onerror=walk_error):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != FOUND_FOLDER)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != FOUND_FOLDER
+                         and (Path(root) / d).resolve() not in skipped)
         for name in files:
             if not name.startswith(".") and name.endswith(SCENARIO_SUFFIXES):
                 found.append(Path(root) / name)
@@ -187,7 +190,7 @@ def find_scenario_files(path: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(path).parts)
 
 
-def load_scenarios(paths: Iterable[str | Path] | str | Path) -> list[Scenario]:
+def load_scenarios(paths: Iterable[str | Path] | str | Path, skip: Iterable[Path] = ()) -> list[Scenario]:
     """Load every scenario under ``paths`` (files or directories), in order.
 
     A file reached twice (named and also inside a named directory) is loaded
@@ -198,10 +201,11 @@ def load_scenarios(paths: Iterable[str | Path] | str | Path) -> list[Scenario]:
     paths = list(paths)
     if not paths:
         raise InputError("no scenario files or directories given")
+    skip = tuple(skip)
     files: list[Path] = []
     seen_files: set[Path] = set()
     for given in paths:
-        for file in find_scenario_files(given):
+        for file in find_scenario_files(given, skip):
             key = file.resolve()
             if key not in seen_files:
                 seen_files.add(key)
