@@ -13,6 +13,8 @@ second time, a bug the first seed's fix had to avoid.
 
 from __future__ import annotations
 
+import json
+
 from harness.checks.context import CheckContext
 from harness.checks.evidence import clip, series
 from harness.journal.launches import Launch
@@ -49,6 +51,45 @@ def prompt_options(argv: list[str], flags: tuple[str, ...]) -> list[tuple[str, s
     return found
 
 
+def control_options(launch: Launch, fields: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(SUBTYPE.field, value) for each system-prompt field of a control request the launcher sent on stdin.
+
+    The TypeScript Agent SDK configures the CLI with an `initialize` request (`appendSystemPrompt`, `systemPrompt`,
+    a string or a list of strings) instead of argv; a target names such fields as `initialize.appendSystemPrompt`.
+    """
+    found = []
+    for request in launch.control:
+        for name in fields:
+            subtype, dot, key = name.partition(".")
+            if not dot or request.get("subtype") != subtype or key not in request:
+                continue
+            value = request[key]
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    found.append((name, item))
+    return found
+
+
+def launch_options(launch: Launch, flags: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Every system-prompt option of one launch: argv options (`--flag`) and control-request fields (`SUBTYPE.field`)."""
+    return prompt_options(launch.argv, flags) + control_options(launch, flags)
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def passed_count(launch: Launch, text: str) -> int:
+    """How often a launch passed the text: in its arguments and in the control requests it was configured with."""
+    return sum(arg.count(text) for arg in launch.argv[1:]) + sum(s.count(text) for s in _strings(launch.control))
+
+
 def check_appended(context: CheckContext) -> CheckResult:
     if not context.append or not context.append.strip():
         return CheckResult(APPENDED, ERROR, "the scenario has no appended text to look for")
@@ -56,12 +97,12 @@ def check_appended(context: CheckContext) -> CheckResult:
     if missing:
         return missing
     text = context.append.strip()
-    counts = [(launch, sum(arg.count(text) for arg in launch.argv[1:])) for launch in launches]
+    counts = [(launch, passed_count(launch, text)) for launch in launches]
     evidence = {
         "appended": text,
         "by_launch": [
             {"launch": launch.seq, "step": launch.step, "kind": launch.step_kind, "count": n,
-             "options": [flag for flag, value in prompt_options(launch.argv, context.prompt_flags) if text in value]}
+             "options": [flag for flag, value in launch_options(launch, context.prompt_flags) if text in value]}
             for launch, n in counts
         ],
     }
@@ -73,11 +114,18 @@ def check_appended(context: CheckContext) -> CheckResult:
                 f"{at(launch)}: the launcher passed the caller's text {count} time(s), expected exactly once\n"
                 f"  appended text: {clip(text, 100)!r}\n"
                 f"  argv: {clip(' '.join(launch.argv), 300)}\n"
+                f"{_control_line(launch)}"
                 f"  occurrences by launch: {by_launch}",
                 step=launch.step, expected=1, observed=count, evidence=evidence,
             )
     return CheckResult(APPENDED, PASS, f"every one of {len(launches)} launches passed the caller's text exactly once",
                        expected=1, observed=1, evidence=evidence)
+
+
+def _control_line(launch: Launch) -> str:
+    if not launch.control:
+        return ""
+    return f"  configured over stdin with: {clip(json.dumps(launch.control, ensure_ascii=False), 300)}\n"
 
 
 def check_from_caller(context: CheckContext) -> CheckResult:
@@ -87,7 +135,7 @@ def check_from_caller(context: CheckContext) -> CheckResult:
     evidence: dict = {"options": list(context.prompt_flags), "by_launch": []}
     for launch in launches:
         given = [t for t in (context.append, *context.temporary, context.step_temporary.get(launch.step or 0)) if t and t.strip()]
-        for flag, value in prompt_options(launch.argv, context.prompt_flags):
+        for flag, value in launch_options(launch, context.prompt_flags):
             rest = value
             for text in sorted(given, key=len, reverse=True):
                 rest = rest.replace(text.strip(), "")

@@ -43,6 +43,7 @@ class StepCall:
     stdout_path: Path
     stderr_path: Path
     label: str  # what the step's process is called in a message about it ("the agent of step 2 (resume)")
+    step: Step | None = None  # the scenario step it carries out
 
 
 class SessionTarget(Protocol):
@@ -102,6 +103,9 @@ class OneStepAtATime:
     """
 
     in_harness_process = False
+    # The step's process starts the agent binary itself and this executor records those launches (harness/execution/
+    # recorded_launches.py); otherwise the session records the step's own argv as the launch.
+    records_launches = False
 
     def describe(self, commands: Mapping[str, Sequence[str]]) -> str:
         return commands["launch"][0]

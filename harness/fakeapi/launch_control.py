@@ -4,7 +4,9 @@ The shim (harness/isolation/launch_shim.py) runs where the launcher runs: in the
 network namespace, where the fake API's address is the only one reachable.
 So it reports there, on a path no model API has, and its reports never enter
 the request journal: `POST /_harness/launches` (argv, cwd, env, pid) answers
-the launch's number; `POST /_harness/launches/N/end` records its exit code.
+the launch's number; `POST /_harness/launches/N/control` records a control request
+the launcher wrote on the agent's stdin (the TypeScript SDK's `initialize`, which
+carries its system prompt); `POST /_harness/launches/N/end` records its exit code.
 
 `step_of_new_launch` lets a run whose steps are launches of one launcher
 process move the fake API's script to the next step before the launch's first
@@ -38,10 +40,15 @@ class LaunchControl:
             if request.method == "POST" and path == CONTROL_PATH:
                 return _answer(200, self._start(payload))
             head, _, tail = path.rpartition("/")
-            if request.method == "POST" and tail == "end" and head.startswith(CONTROL_PATH + "/"):
+            if request.method == "POST" and tail in ("end", "control") and head.startswith(CONTROL_PATH + "/"):
                 seq = int(head[len(CONTROL_PATH) + 1:])
                 if not 1 <= seq <= len(self.journal.launches()):
                     raise ValueError(f"no launch number {seq}")
+                if tail == "control":
+                    if not isinstance(payload.get("request"), dict):
+                        raise ValueError("expected the control request as an object under 'request'")
+                    self.journal.control(seq, payload["request"])
+                    return _answer(200, {"seq": seq})
                 launch = self.journal.finish(seq, _int_or_none(payload.get("exit_code")), _int_or_none(payload.get("pid")))
                 if self._on_ended is not None:
                     self._on_ended(launch)

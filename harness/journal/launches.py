@@ -5,7 +5,8 @@ first launch's system prompt back into resumed requests, so the request journal
 looked right while the CLI itself had been launched without the caller's text,
 until a compaction made the bridge let go (the first seed). What the launcher
 passed is therefore recorded per launch (argv, the environment variables that
-steer an agent, working directory, exit code, the step) and judged apart from
+steer an agent, working directory, exit code, the step, and the control requests
+that configure it over stdin where the launcher does that) and judged apart from
 what reached the model.
 
 Two writers, one format: the runner records the process it starts for a step
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from harness.journal.append_only import AppendOnlyLines
-from harness.redaction import redact_value
+from harness.redaction import redact_json, redact_value
 
 RUNNER, SHIM = "runner", "shim"
 # The variables that steer an agent CLI (where it sends requests, which model, its switches), and where it lives.
@@ -58,6 +59,9 @@ class Launch:
     started_s: float = 0.0  # seconds since the run started
     exit_code: int | None = None  # None: the launch never reported an end (killed with its launcher)
     duration_s: float | None = None
+    # Control requests the launcher wrote on the agent's stdin to configure it (a stream-json `initialize`, where
+    # the TypeScript Agent SDK puts its system prompt), as the shim relayed them; secrets redacted.
+    control: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,6 +109,12 @@ class LaunchJournal:
             self._write({"event": "end", "seq": seq, "exit_code": exit_code, "pid": launch.pid, "duration_s": launch.duration_s})
             return launch
 
+    def control(self, seq: int, request: Mapping[str, Any]) -> None:
+        with self._lock:
+            kept = redact_json(dict(request))
+            self._launches[seq - 1].control.append(kept)
+            self._write({"event": "control", "seq": seq, "request": kept})
+
     def launches(self) -> list[Launch]:
         with self._lock:
             return [Launch(**asdict(launch)) for launch in self._launches]
@@ -140,6 +150,8 @@ def read_launches(path: Path) -> list[Launch]:
             break
         if record.get("event") == "start":
             launches[record["seq"]] = Launch.from_json(record)
+        elif record.get("event") == "control" and record.get("seq") in launches and isinstance(record.get("request"), dict):
+            launches[record["seq"]].control.append(record["request"])
         elif record.get("event") == "end" and record.get("seq") in launches:
             launch = launches[record["seq"]]
             launch.exit_code, launch.duration_s = record.get("exit_code"), record.get("duration_s")

@@ -125,9 +125,10 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     check_stop()  # a stop whose KeyboardInterrupt was lost (see harness/isolation/process.py) ends the run here
     target, workspace, api = run.target, run.workspace, run.api
     result = StepResult(index=step.index, kind=step.kind)
-    template = target.command_for(step.kind)
+    template = target.command_for(step.kind, step.session)
     if template is None:
-        result.error = f"target {target.name!r} has no command for a {step.kind!r} step"
+        how = f" reaching its session by {step.session!r}" if step.session else ""
+        result.error = f"target {target.name!r} has no command for a {step.kind!r} step{how}"
         return result
     values = {
         "prompt": step.prompt or "",
@@ -160,17 +161,20 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     stdout_path = workspace.logs / f"step-{step.index}.stdout"
     stderr_path = workspace.logs / f"step-{step.index}.stderr"
     api.begin_step(step)
-    launch = run.launches.start(argv, str(workspace.workdir), env, step=step.index, step_kind=step.kind, pid=None,
-                                recorded_by=RUNNER)
+    # The step's process is the agent's launch, unless the executor records the launches that process makes (an
+    # SDK script starting the agent CLI): the launch checks judge what reached the agent binary.
+    launch = None if target.executor.records_launches else run.launches.start(
+        argv, str(workspace.workdir), env, step=step.index, step_kind=step.kind, pid=None, recorded_by=RUNNER)
     call = StepCall(argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
-                    label=f"the agent of step {step.index} ({step.kind})")
+                    label=f"the agent of step {step.index} ({step.kind})", step=step)
     outcome = None
     try:
         isolation, outcome = target.executor.carry_out(call, run)
     finally:
         pid = api.step_pid
         script = api.end_step()
-        run.launches.finish(launch.seq, outcome.exit_code if outcome is not None else None, pid)
+        if launch is not None:
+            run.launches.finish(launch.seq, outcome.exit_code if outcome is not None else None, pid)
     if isolation.error and not outcome.launch_error:
         outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
     result.notes.extend(isolation.notes)

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Union
 
 STEP_KINDS = ("launch", "resume", "retry", "compact")
+# How a later step reaches the session, besides naming it by id (the default): the agent's most recent session in
+# the working directory (Claude Code's --continue), or a copy of the named session under a new id (--fork-session).
+SESSION_MODES = {"continue": "continue the most recent session in the working directory",
+                 "fork": "fork the named session under a new id"}
 WORKDIR_KINDS = ("plain", "git")
 VERDICTS = ("pass", "fail")
 # What the fake model says where a scenario scripts no text (harness/fakeapi/script.py answers with it).
@@ -124,6 +128,7 @@ class Step:
     commit: str | None = None  # commit message: everything in the working directory is committed before the step
     temporary: str | None = None  # text given to this step only ({temporary}); it must not outlive the step
     prefix_change: str | None = None  # why the prompt prefix is meant to change at this step (a project change)
+    session: str | None = None  # one of SESSION_MODES; None: the session named by id, as every agent can
 
     @property
     def scripts_an_error(self) -> bool:

@@ -14,13 +14,14 @@ from typing import Any
 from harness.documents.located import LocatedDict, LocatedList, child_path, describe, item_path, unknown_key_error
 from harness.documents.reader import Reader
 from harness.scenario.failures import FailureReader
-from harness.scenario.model import STEP_KINDS, Step, Turn
+from harness.scenario.model import SESSION_MODES, STEP_KINDS, Step, Turn
 from harness.scenario.replies import ReplyReader
 
 _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
 _DECLARED_STEP_KEYS = ("temporary", "prefix_change")  # what the scenario tells the checks about this step
-_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
-_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
+_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", "session", *_WORKDIR_STEP_KEYS,
+                     *_DECLARED_STEP_KEYS)
+_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", "session", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
 
 
 class StepsReader:
@@ -123,6 +124,7 @@ class StepsReader:
                 "the first step sets the prefix; 'prefix_change' declares a change at a later step",
                 body.key_line("prefix_change"), child_path(where, "prefix_change"),
             )
+        session = self._session(body, i, where)
         return Step(
             index=i + 1,
             kind=kind,
@@ -137,7 +139,22 @@ class StepsReader:
             error=error,
             temporary=temporary,
             prefix_change=prefix_change,
+            session=session,
         )
+
+    def _session(self, body: LocatedDict, i: int, where: str) -> str | None:
+        """`session: continue|fork` on a later step: how it reaches the session, when not by its id."""
+        mode = self.file.optional_string(body, "session", where, non_empty=True)
+        if mode is None:
+            return None
+        line = body.key_line("session")
+        if i == 0:
+            raise self.file.error("the launch starts the session; 'session' says how a later step reaches it",
+                                  line, child_path(where, "session"))
+        if mode not in SESSION_MODES:
+            raise unknown_key_error(mode, SESSION_MODES, self.file.path, line, child_path(where, "session"),
+                                    what="session mode", listing="known")
+        return mode
 
     def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:
         """`edit: {relative/path: new content}`; paths stay inside the working directory."""

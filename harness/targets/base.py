@@ -18,6 +18,7 @@ from harness.execution.base import StepExecutor
 from harness.execution.subprocess import SubprocessSteps
 from harness.journal.rules import RequestRule
 from harness.journal.exchange import Exchange
+from harness.scenario.model import SESSION_MODES
 
 PLACEHOLDERS = ("prompt", "append", "temporary", "session_id", "base_url", "api_key", "home", "workdir", "target_dir", "python", "checkout")
 SESSION_ID_SOURCES = ("stdout_json", "stdout_regex", "header")
@@ -119,6 +120,10 @@ class Target:
         for step in steps:
             if step.kind in self.cannot_express:
                 return f"step {step.index} ({step.kind}): {self.cannot_express[step.kind]}"
+            session = getattr(step, "session", None)
+            if session is not None and self.command_for(step.kind, session) is None:
+                return (f"step {step.index} ({step.kind}): it reaches the session by `session: {session}`, and this "
+                        f"target cannot {SESSION_MODES[session]}")
             commanded = self.command_for(step.kind) is not None  # a launcher target's steps have no command to read
             if getattr(step, "temporary", None) and commanded and not self.hands_over("temporary", step.kind):
                 used = step.kind if step.kind in self.commands else f"resume (which its {step.kind} steps use)"
@@ -157,12 +162,17 @@ class Target:
             return f" (exempt: {', '.join(sorted(self.steps_without_session_id))})"
         return " (a target that prints none on such a step says so with `steps_without_session_id`)"
 
-    def command_for(self, kind: str) -> tuple[str, ...] | None:
-        """`retry` is a resume unless the target says otherwise."""
-        if kind in self.commands:
-            return self.commands[kind]
+    def command_for(self, kind: str, session: str | None = None) -> tuple[str, ...] | None:
+        """`retry` is a resume unless the target says otherwise.
+
+        A step that reaches its session another way than by id (`session: continue|fork`) has a command of its
+        own, keyed `KIND+MODE` (`resume+fork`); a target without one cannot express that step.
+        """
+        key = kind if session is None else f"{kind}+{session}"
+        if key in self.commands:
+            return self.commands[key]
         if kind == "retry":
-            return self.commands.get("resume")
+            return self.commands.get("resume" if session is None else f"resume+{session}")
         return None
 
     @property
