@@ -179,7 +179,9 @@ FORKING = SCENARIO.replace('{prompt: "And 8*9?", reply: "72"}', '{prompt: "And 8
 
 
 def test_a_target_without_a_fork_command_cannot_express_a_forking_step(tmp_path):
-    result = run_scenario(scenario_from_text(FORKING), resolve_target("reference")[0], tmp_path / "run.jsonl")
+    reference = resolve_target("reference")[0]
+    plain = dataclasses.replace(reference, commands={k: v for k, v in reference.commands.items() if "+" not in k})
+    result = run_scenario(scenario_from_text(FORKING), plain, tmp_path / "run.jsonl")
     assert result.status == CANNOT_EXPRESS
     assert "step 3 (resume): it reaches the session by `session: fork`, and this target cannot fork the named " \
            "session under a new id" in result.cannot_express
@@ -193,4 +195,24 @@ def test_a_forking_step_runs_the_targets_fork_command(tmp_path):
     assert result.status == "pass", result.error
     assert [step.argv[-1] for step in result.steps] == ["--temporary=", "--temporary=", "--temporary=FORKED"]
     assert forking.command_for("retry", "fork") == forking.commands["resume+fork"]
-    assert forking.command_for("resume", "continue") is None
+    assert dataclasses.replace(forking, commands={"resume": ("x",)}).command_for("resume", "continue") is None
+
+
+CONTINUING = f"""
+name: fork-then-continue
+append: "{APPEND}"
+steps:
+  - launch: {{prompt: "What is 6*7?", reply: "42"}}
+  - resume: {{prompt: "And 7*8?", reply: "56"}}
+  - resume: {{prompt: "And 8*9?", reply: "72", session: fork}}
+  - resume: {{prompt: "And 9*9?", reply: "81", session: continue}}
+checks: [appended_exactly_once, history_preserved]
+"""
+
+
+def test_the_reference_agent_forks_a_session_and_continues_the_latest(tmp_path):
+    result = run_scenario(scenario_from_text(CONTINUING), resolve_target("reference")[0], tmp_path / "run.jsonl")
+    assert result.status == "pass", (result.error, [c.message for c in result.checks])
+    ids = [step.session_id for step in result.steps]
+    assert ids[0] == ids[1] != ids[2] == ids[3], ids  # the fork has an id of its own; continue takes the latest
+    assert "--fork-session" in result.steps[2].argv and "--continue" in result.steps[3].argv

@@ -99,6 +99,19 @@ def test_unknown_defect_is_a_usage_error_listing_the_known_ones():
     assert all(name in str(info.value) for name in KNOWN_DEFECTS)
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["-p", "hi", "--continue", "--resume", "S"], "--continue resumes the session saved last"),
+    (["-p", "hi", "--fork-session"], "--fork-session needs a session"),
+    (["--compact"], "--compact requires --resume SESSION_ID (or --continue)"),
+])
+def test_session_options_that_contradict_each_other_are_usage_errors(argv, says, capsys):
+    from harness.reference_agent.cli import parse_args
+
+    with pytest.raises(SystemExit) as exited:
+        parse_args(argv)
+    assert exited.value.code == 2 and says in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- prompt assembly
 
 

@@ -24,6 +24,7 @@ from .client import ConnectionFactory, MessagesClient
 from .defects import KNOWN_DEFECTS, parse_defects
 from .errors import AgentError, UsageError
 from .prompt import ProcessContext
+from .session import fork_session, latest_session_id
 
 PROG = "reference-agent"
 
@@ -40,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--temporary", metavar="TEXT", help="text for this process only: sent after the cache breakpoint, never saved"
     )
     parser.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
+    parser.add_argument("--continue", dest="continue_latest", action="store_true",
+                        help="continue the session saved last, instead of naming one")
+    parser.add_argument("--fork-session", action="store_true", help="resume a copy of the session under a new id")
     parser.add_argument("--compact", action="store_true", help="summarize the resumed session's history")
     parser.add_argument("--output-format", choices=("text", "json"), default="text")
     parser.add_argument("--no-stream", action="store_true", help="ask for a plain JSON response")
@@ -52,11 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.continue_latest and args.resume is not None:
+        parser.error("--continue resumes the session saved last: do not name one with --resume")
+    resuming = args.resume is not None or args.continue_latest
+    if args.fork_session and not resuming:
+        parser.error("--fork-session needs a session: --resume SESSION_ID or --continue")
     if args.compact:
         if args.prompt is not None:
             parser.error("--compact cannot be combined with -p")
-        if args.resume is None:
-            parser.error("--compact requires --resume SESSION_ID")
+        if not resuming:
+            parser.error("--compact requires --resume SESSION_ID (or --continue)")
     elif args.prompt is None:
         parser.error("one of -p PROMPT or --compact --resume SESSION_ID is required")
     return args
@@ -100,10 +109,13 @@ def main(
         defects = parse_defects(args.defect)
         config, client = config_from_env(env, stream=not args.no_stream, connect=connect)
         ctx = ProcessContext(defects=defects, append_flag=args.append_system_prompt, temporary=args.temporary or None)
+        resume = latest_session_id(config.home) if args.continue_latest else args.resume
+        if args.fork_session:
+            resume = fork_session(config.home, resume)
         if args.compact:
-            result = run_compact(args.resume, client=client, config=config, ctx=ctx)
+            result = run_compact(resume, client=client, config=config, ctx=ctx)
         else:
-            result = run_prompt(args.prompt, client=client, config=config, ctx=ctx, resume_id=args.resume)
+            result = run_prompt(args.prompt, client=client, config=config, ctx=ctx, resume_id=resume)
     except AgentError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code

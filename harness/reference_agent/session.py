@@ -74,6 +74,22 @@ def load_session(home: str | os.PathLike, session_id: str) -> dict:
     return session
 
 
+def fork_session(home: str | os.PathLike, session_id: str) -> str:
+    """A copy of the session under a new id, the original left as it was: what `--fork-session` resumes."""
+    session = load_session(home, session_id)
+    session["session_id"] = str(uuid.uuid4())
+    save_session(home, session)
+    return session["session_id"]
+
+
+def latest_session_id(home: str | os.PathLike) -> str:
+    """The session saved last (a fork included): what `--continue` resumes."""
+    saved = sorted(sessions_dir(home).glob("*.json"), key=lambda path: path.stat().st_mtime_ns)
+    if not saved:
+        raise SessionNotFound("(no saved session to continue)")
+    return saved[-1].stem
+
+
 def save_session(home: str | os.PathLike, session: dict) -> Path:
     """Write to a temp file in the same directory, then os.replace over the old one."""
     path = session_path(home, session["session_id"])

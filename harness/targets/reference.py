@@ -106,6 +106,11 @@ def build(defects: list[str], in_process: bool = False) -> Target:
             "resume": tuple(base + ["-p", "{prompt}", "--resume", "{session_id}"] + append + temporary),
             # The caller's text on every launch, /compact's included: the reference is a correct launcher too.
             "compact": tuple(base + ["--compact", "--resume", "{session_id}"] + append),
+            # A step's `session: fork|continue` (harness/scenario/model.py's SESSION_MODES).
+            "resume+fork": tuple(base + ["-p", "{prompt}", "--resume", "{session_id}", "--fork-session"] + append + temporary),
+            "resume+continue": tuple(base + ["-p", "{prompt}", "--continue"] + append + temporary),
+            "compact+fork": tuple(base + ["--compact", "--resume", "{session_id}", "--fork-session"] + append),
+            "compact+continue": tuple(base + ["--compact", "--continue"] + append),
         },
         session_id=SessionIdSource("stdout_json", "session_id"),
         identity_regex=r"(?m)^You are Reference Agent[^\n]*",
