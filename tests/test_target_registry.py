@@ -77,7 +77,9 @@ def test_the_unknown_target_error_names_every_registered_grammar(tmp_path):
     env = _plugin(tmp_path, "fake = fake_family:FAMILY\n")
     run = _harness(env, "install", "nobody")
     assert run.returncode == 2
-    assert "'codex|gemini-cli|qwen-code|opencode[@VERSION][+POLICY]', 'fake[@N]' or the path of a target file" in run.stderr
+    assert ("'codex|gemini-cli|qwen-code|opencode[@VERSION][+POLICY]', "
+            "'claude-agent-sdk|claude-agent-sdk-ts[@VERSION][+claude-code@X.Y.Z][+POLICY]', 'fake[@N]' "
+            "or the path of a target file") in run.stderr
 
 
 def test_without_plugins_the_error_lists_the_built_in_grammars_in_order():
@@ -86,7 +88,7 @@ def test_without_plugins_the_error_lists_the_built_in_grammars_in_order():
     assert str(raised.value) == registry.unknown_target_message("nobody")
     grammars = str(raised.value)
     positions = [grammars.index(f"'{name}") for name, _ in registry.BUILT_IN if f"'{name}" in grammars]
-    assert positions == sorted(positions) and len(positions) == 6  # codex|gemini-cli|qwen-code|opencode share one
+    assert positions == sorted(positions) and len(positions) == 7  # codex|…|opencode share one, the two SDKs one
 
 
 @pytest.mark.parametrize("entry_point, says", [

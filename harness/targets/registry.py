@@ -19,7 +19,8 @@ ENTRY_POINT_GROUP = "harness.target_families"
 # (family name, module holding its FAMILY), in the order the listing and the error show them.
 BUILT_IN = (("reference", "reference"), ("claude-code", "claude_code"), ("code-puppy", "code_puppy"),
             ("pydantic-ai", "pydantic_ai"), ("inspect-swe", "inspect_swe"), ("codex", "codex"),
-            ("gemini-cli", "gemini_cli"), ("qwen-code", "qwen_code"), ("opencode", "opencode"))
+            ("gemini-cli", "gemini_cli"), ("qwen-code", "qwen_code"), ("opencode", "opencode"),
+            ("claude-agent-sdk", "claude_agent_sdk"), ("claude-agent-sdk-ts", "claude_agent_sdk_ts"))
 TARGET_FILE_GRAMMAR = "the path of a target file (*.yaml, or *.yaml@REV for a git revision of the code its `repo:` names)"
 TARGET_FILE_LISTING = "PATH.yaml                 a target file describing any agent (docs/reference/target-file.md)"
 
