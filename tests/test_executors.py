@@ -82,6 +82,9 @@ class WholeRun:
     def why_not_one_at_a_time(self):
         return "runs every step in one go"
 
+    def cannot_express(self, scenario):
+        return None
+
     def run_steps(self, session, on_step):
         for step in session.scenario.steps:
             on_step(StepResult(index=step.index, kind=step.kind, notes=[f"taken by {session.target.name}"]))

@@ -20,6 +20,7 @@ import pytest
 
 from harness.journal.exchange import MAIN
 from harness.journal.launches import launch_journal_path, read_launches
+from harness.results import CANNOT_EXPRESS
 from harness.run.runner import run_scenario
 from harness.scenario.reader import load_scenario
 from harness.targets import claude_code, resolve_target
@@ -147,9 +148,9 @@ def test_a_scenario_the_launcher_cannot_express_is_refused_before_anything_runs(
         '  - resume: {prompt: "More", reply: "y", edit: {a.txt: "1"}}\nchecks: [launch_appended_exactly_once]\n'
     )
     result, journal = run(scenario, f"{RELEASE}+claude-code@{PINNED}+pin", tmp_path)
-    assert result.status == "error"
-    assert "cannot run this scenario: step 2 (resume): files changed between launches" in result.error
-    assert journal.read_text() == ""
+    assert result.status == CANNOT_EXPRESS
+    assert "inspect eval: step 2 (resume): files changed between launches" in result.cannot_express
+    assert not journal.exists() or journal.read_text() == ""
 
 
 # ---------------------------------------------------------------------------------------- the fix, from git

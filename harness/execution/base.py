@@ -90,6 +90,10 @@ class StepExecutor(Protocol):
         """Why the next step cannot be chosen after the last (`harness explore` needs that), or None."""
         ...
 
+    def cannot_express(self, scenario: Scenario) -> str | None:
+        """What in the scenario this way of running cannot carry out (the run is "cannot express", not run), or None."""
+        ...
+
     def run_steps(self, session: StepSession, on_step: Callable[[StepResult], None]) -> str | None:
         """Every step of the session's scenario in order, each reported as it ends; the run's error, or None."""
         ...
@@ -112,6 +116,9 @@ class OneStepAtATime:
 
     def why_not_one_at_a_time(self) -> str | None:
         return None
+
+    def cannot_express(self, scenario: Scenario) -> str | None:
+        return None  # the target's commands say what it can express (Target.cannot_express_reason)
 
     def run_steps(self, session: StepSession, on_step: Callable[[StepResult], None]) -> str | None:
         for step in session.scenario.steps:

@@ -86,6 +86,11 @@ class LauncherSteps:
     def why_not_one_at_a_time(self) -> str | None:
         return "runs a whole scenario in one launcher process"
 
+    def cannot_express(self, scenario: Scenario) -> str | None:
+        """The launcher's own account of what it cannot be made to do (a step kind its loop has no way to make)."""
+        problems = self.launcher.problems(scenario)
+        return f"{self.launcher.name}: " + "; ".join(problems) if problems else None
+
     def run_steps(self, session: StepSession, on_step: Callable[[StepResult], None]) -> str | None:
         """Run the launcher once; report one StepResult per scenario step; return the run's error, if any."""
         return _run_launcher(self.launcher, session, on_step)

@@ -119,7 +119,8 @@ def run_scenario(
     keep_workspace: bool = False,
 ) -> RunResult:
     progress = progress or SilentProgress()
-    reason = target.cannot_express_reason(scenario.steps) or target.cannot_express_own_text(scenario.temporary)
+    reason = (target.cannot_express_reason(scenario.steps) or target.cannot_express_own_text(scenario.temporary)
+              or target.executor.cannot_express(scenario))
     if reason is not None:
         return cannot_express(scenario, target, reason)
     started = time.monotonic()
