@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.inspect_swe.agents import DEFAULT
 from harness.inspect_swe.plan import plan_of
 from harness.execution.launcher import LauncherCall, LauncherOutcome
 from harness.scenario.model import Scenario
@@ -38,28 +39,35 @@ EVAL_MODEL = "anthropic/claude-opus-5-5"
 @dataclass(frozen=True)
 class InspectLauncher:
     venv: Path
-    claude: tuple[str, ...]  # argv prefix of the real Claude Code build
+    claude: tuple[str, ...]  # argv prefix of the real CLI build the agent launches (Claude Code's, by default)
     pin: bool
     checkout: Path | None = None  # a folder holding inspect_swe's source (its repository, or src/)
     revision: str | None = None  # a commit of that repository, when the launcher comes from git
     name: str = "inspect eval"
-    binary: str = "claude"
+    binary: str = "claude"  # the name the agent finds its CLI by (the recording shim's)
+    agent: str = DEFAULT  # which inspect_swe agent runs (harness/inspect_swe/agents.py)
+    cli_version: str = ""  # that CLI build's version
+    env: tuple[tuple[str, str], ...] = ()  # the CLI's offline switches, for the eval (and so the agent) to inherit
+    path: tuple[str, ...] = ()  # folders the agent's setup looks for its helpers in (ripgrep for opencode)
+    home_files: tuple[tuple[str, str], ...] = ()  # HOME-relative path -> text, written before the eval
 
     def real_binary(self) -> list[str]:
         return list(self.claude)
 
     def describe(self) -> str:
-        return f"{self.venv / 'bin' / 'inspect'} eval, launching {self.claude[-1]}"
+        agent = "" if self.agent == DEFAULT else f"{self.agent}() "
+        return f"{self.venv / 'bin' / 'inspect'} eval, {agent}launching {self.claude[-1]}"
 
     def session_of(self, argv: list[str]) -> str | None:
-        """claude_code() names the session on every launch: --session-id first, --resume after."""
+        """claude_code() names the session on every launch: --session-id first, --resume after; gemini_cli()
+        resumes `latest`, codex_cli() `--last` and opencode() `--continue`: no id in argv."""
         for flag in ("--resume", "--session-id"):
-            if flag in argv[:-1]:
+            if flag in argv[:-1] and argv[argv.index(flag) + 1] != "latest":
                 return argv[argv.index(flag) + 1]
         return None
 
     def problems(self, scenario: Scenario) -> list[str]:
-        return plan_of(scenario, pin=self.pin, cwd="")[1]
+        return plan_of(scenario, pin=self.pin, cwd="", agent=self.agent)[1]
 
     def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall:
         if workspace.root.resolve().is_relative_to(PRIVATE_VAR_TMP):
@@ -67,10 +75,14 @@ class InspectLauncher:
                              f"private copy of and so could not see; point TMPDIR elsewhere")
         folder = workspace.root / "inspect"
         folder.mkdir(parents=True, exist_ok=True)
-        plan, _ = plan_of(scenario, pin=self.pin, cwd=str(workspace.workdir))
+        plan, _ = plan_of(scenario, pin=self.pin, cwd=str(workspace.workdir), agent=self.agent)
+        plan.cli_version, plan.real_cli = self.cli_version, list(self.claude)
+        for relative, text in self.home_files:
+            (workspace.home / relative).parent.mkdir(parents=True, exist_ok=True)
+            (workspace.home / relative).write_text(text, encoding="utf-8")
         (folder / "plan.json").write_text(json.dumps(plan.to_json(), indent=2), encoding="utf-8")
         shutil.copyfile(TEMPLATE, folder / "task.py")
-        env = {"PATH": os.pathsep.join([str(self.venv / "bin"), os.environ.get("PATH", "")]),
+        env = {**dict(self.env), "PATH": os.pathsep.join([str(self.venv / "bin"), *self.path, os.environ.get("PATH", "")]),
                "INSPECT_LOG_DIR": str(folder / "logs"), "PYTHONDONTWRITEBYTECODE": "1"}
         source = self._source(workspace)
         if source is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from harness.inspect_swe.agents import AGENTS, DEFAULT, agent_problems
 from harness.scenario.model import Scenario, Step, TextBlock
 
 COMPACT_PROMPT = "/compact"
@@ -34,6 +35,9 @@ class Plan:
     wrong_answers: list[str] = field(default_factory=list)  # replies the scorer calls incorrect
     pin: bool = True  # inspect_swe's bridge-side system-prompt pin left in place
     cwd: str = ""
+    agent: str = DEFAULT  # which inspect_swe agent the task runs (harness/inspect_swe/agents.py)
+    cli_version: str = ""  # the CLI build's version, where the agent is told it (gemini_cli's install check)
+    real_cli: list[str] = field(default_factory=list)  # that build's argv prefix, for a version probe not recorded
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -51,12 +55,12 @@ def final_reply(step: Step) -> str | None:
     return text or None
 
 
-def plan_of(scenario: Scenario, *, pin: bool, cwd: str) -> tuple[Plan, list[str]]:
+def plan_of(scenario: Scenario, *, pin: bool, cwd: str, agent: str = DEFAULT) -> tuple[Plan, list[str]]:
     """The plan, and what in the scenario the launcher cannot express (empty when it can run it)."""
-    plan = Plan(system=scenario.append, pin=pin, cwd=cwd)
-    problems: list[str] = []
+    plan = Plan(system=scenario.append, pin=pin, cwd=cwd, agent=agent)
+    problems: list[str] = agent_problems(AGENTS[agent], scenario)
     if scenario.temporary or any(step.temporary for step in scenario.steps):
-        problems.append("temporary text: claude_code() has no per-launch text besides the caller's system messages")
+        problems.append(f"temporary text: {agent}() has no per-launch text besides the caller's system messages")
     attempts_in_turn = 1
     accepted: list[tuple[int, str]] = []
     for position, step in enumerate(scenario.steps):

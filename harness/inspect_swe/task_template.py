@@ -6,6 +6,8 @@ in the target's own virtualenv). Everything scenario-specific is in plan.json
 """
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 from inspect_ai import Task, task
@@ -26,7 +28,48 @@ if not PLAN["pin"]:
         raise RuntimeError("+no-pin: this inspect_swe has no pin_system_prompt_filter to switch off")
     launcher_module.pin_system_prompt_filter = lambda session_id, user_filter: user_filter
 
-from inspect_swe import claude_code  # noqa: E402 - after the pin switch, which claude_code() reads when called
+import inspect_swe  # noqa: E402 - after the pin switch, which claude_code() reads when called
+
+AGENT = getattr(inspect_swe, PLAN["agent"])
+OPTIONS = {}
+
+if PLAN["agent"] == "codex_cli":
+    # codex_cli() asks `codex --version` through the sandbox before the first launch: through the recording shim that
+    # probe would be a launch (a step). It is answered as inspect_swe answers a probe that fails (no version), which
+    # also keeps it from fetching the release's models.json from GitHub; model alignment uses its bundled snapshot.
+    import inspect_swe._codex_cli.codex_cli as codex_module
+
+    if not hasattr(codex_module, "codex_binary_version"):
+        raise RuntimeError("codex_cli: this inspect_swe has no codex_binary_version to answer")
+
+    async def _no_version(sandbox, binary, user=None):
+        return None
+
+    codex_module.codex_binary_version = _no_version
+elif PLAN["agent"] == "gemini_cli":
+    # gemini_cli() never looks on PATH: it runs $SANDBOX_INSTALL_DIR/gemini-cli/node_modules/.bin/gemini when
+    # `node that --version` prints the version it was given, else installs one with npm. That path (in the run's
+    # private /var/tmp) gets a node script that answers the probe from the real build, unrecorded, and hands every
+    # other call to the recording shim, which is `gemini` on PATH.
+    from inspect_swe._util.sandbox import SANDBOX_INSTALL_DIR
+
+    _bin = Path(SANDBOX_INSTALL_DIR) / "gemini-cli" / "node_modules" / ".bin"
+    _bin.mkdir(parents=True, exist_ok=True)
+    _shim = shutil.which("gemini")
+    if _shim is None:
+        raise RuntimeError("gemini_cli: no recording shim named gemini on PATH")
+    (_bin / "gemini").write_text(
+        "#!/usr/bin/env node\n"
+        "const { spawnSync } = require('child_process');\n"
+        f"const real = {json.dumps(PLAN['real_cli'])}, shim = {json.dumps(_shim)};\n"
+        "const args = process.argv.slice(2);\n"
+        "const done = args.length === 1 && args[0] === '--version'\n"
+        "  ? spawnSync(real[0], [...real.slice(1), ...args], { stdio: 'inherit' })\n"
+        "  : spawnSync(shim, args, { stdio: 'inherit' });\n"
+        "process.exit(done.status === null ? 1 : done.status);\n",
+        encoding="utf-8")
+    os.chmod(_bin / "gemini", 0o755)
+    OPTIONS["version"] = PLAN["cli_version"]
 
 _retries = list(PLAN["incorrect_messages"])
 
@@ -66,9 +109,10 @@ def user_turn(text):
 
 @task
 def harness_scenario():
-    agent = claude_code(
+    agent = AGENT(
         attempts=AgentAttempts(attempts=PLAN["attempts"], incorrect_message=incorrect_message),
         cwd=PLAN["cwd"],
+        **OPTIONS,
     )
     solvers = [as_solver(agent)]
     for text in PLAN["turns"][1:]:

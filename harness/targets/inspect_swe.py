@@ -1,4 +1,4 @@
-"""inspect_swe's claude_code() as a target: `inspect-swe[@VERSION|@latest][+claude-code@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]]`.
+"""inspect_swe's agents as targets: `inspect-swe[@VERSION|@latest][+agent=AGENT][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]]`.
 
 The first seed's incident was in this launcher: the caller's system messages
 went to Claude Code on a session's first launch only, and a bridge-side pin
@@ -8,17 +8,25 @@ the Anthropic SDK from the package index), the Claude Code build it launches,
 whether the pin runs, and whether the launcher's code comes from a checkout
 (a folder, or a git revision of it) so a fix can be judged against the
 release ("fails on the release, passes on the branch").
+
+`+agent=` picks which of the release's launchers runs (harness/inspect_swe/agents.py):
+claude_code (the default, whose names carry no `+agent=`), codex_cli,
+gemini_cli or opencode, each launching the harness's own pinned build of its
+CLI (`+codex@`, `+gemini-cli@`, `+opencode@`). The pin is claude_code()'s
+alone: the other agents' names carry no pin part, and asking for one is an error.
 """
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
 from harness.execution.launcher import LauncherSteps
+from harness.inspect_swe.agents import AGENTS, CLAUDE_CODE, DEFAULT, OPENCODE
 from harness.inspect_swe.launcher import InspectLauncher, package_root
-from harness.targets import claude_code
+from harness.targets import claude_code, codex, gemini_cli, opencode
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
@@ -29,6 +37,12 @@ PACKAGE = "inspect-swe"
 # measured with (inspect-ai changes often); for any other, whatever pip resolves then (recorded in the tool folder).
 MEASURED_COMPANIONS = ("inspect-ai==0.3.285", "anthropic==2.14.0")
 COMPANIONS = ("inspect-ai", "anthropic")
+# The Inspect bridge translates codex's Responses requests with the OpenAI SDK and gemini's with google-genai (it
+# refuses to start without them); the eval's own model stays Anthropic's. The other agents get a virtualenv of
+# their own, so the measured claude_code() install stays as it was measured.
+AGENTS_TOOL = "inspect-swe-agents"
+MEASURED_AGENT_COMPANIONS = ("openai==3.57.0", "google-genai==3.6.1")
+AGENT_COMPANIONS = ("openai", "google-genai")
 LATEST = "latest"
 # The release the scenarios' expectations and docs/findings/inspect-swe.md's table were measured on (the newest on 2026-11-30);
 # `inspect-swe` alone means the newest release, whatever it is by then.
@@ -38,67 +52,122 @@ PINS = {"pin": "inspect_swe's bridge-side system-prompt pin on, as released",
 DEFAULT_PIN = "pin"
 EVERY_PIN = "*"
 STEP_TIMEOUT_S = 180.0  # one launch, as claude_code() runs it; the eval gets the sum and its own start-up
+AGENT_OPTION = "agent="
+# Each agent's CLI: the family whose pinned build it launches, and how that build is run.
+CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode}
+CLI_OF = {name: agent.cli for name, agent in AGENTS.items()}
+USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]] "
+         f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode) and the pin claude_code's only "
+         f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin, {NAME}@0.2.72+agent=codex_cli+codex@{codex.PINNED_VERSION})")
+
+
+@dataclass(frozen=True)
+class Spec:
+    version: str
+    agent: str
+    cli_version: str
+    pins: list[str]  # empty for an agent without the pin
+    checkout: Path | None
+    revision: str | None
 
 
 def targets(spec: str) -> list[Target]:
-    version, claude_version, pins, checkout, revision = parse_spec(spec)
-    if version == LATEST:
-        version = pip_latest_version(PACKAGE)
+    parsed = parse(spec)
+    version = pip_latest_version(PACKAGE) if parsed.version == LATEST else parsed.version
     companions = MEASURED_COMPANIONS if version == MEASURED_VERSION else COMPANIONS
-    venv = pip_venv_dir(NAME, PACKAGE, version, companions=companions)
+    if parsed.agent != DEFAULT:
+        companions += MEASURED_AGENT_COMPANIONS if version == MEASURED_VERSION else AGENT_COMPANIONS
+    venv = pip_venv_dir(NAME if parsed.agent == DEFAULT else AGENTS_TOOL, PACKAGE, version, companions=companions)
     if not (venv / "bin" / "inspect").is_file():
         raise InputError(f"{NAME}@{version}: the install has no {venv / 'bin' / 'inspect'}; remove {venv.parent} to reinstall it")
-    command = claude_code.cli_command(claude_version)
+    command = cli_argv(parsed.agent, parsed.cli_version)
+    checkout, revision = parsed.checkout, parsed.revision
     commit = _commit(checkout, revision) if checkout is not None and revision is not None else None
     if checkout is not None and commit is None:
         package_root(checkout)
-    return [build(version, claude_version, pin, venv, command, checkout, revision, commit) for pin in pins]
+    return [build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit, agent=parsed.agent)
+            for pin in (parsed.pins or [None])]
 
 
-def parse_spec(spec: str) -> tuple[str, str, list[str], Path | None, str | None]:
-    """Version, Claude Code version, pin variants, checkout folder and revision a spec names; nothing installed."""
-    usage = (f"expected {NAME}[@VERSION|@latest][+claude-code@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]] "
-             f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin)")
+def cli_argv(agent: str, version: str) -> tuple[str, ...]:
+    """The argv prefix of the agent's CLI build, from the harness's own tools folder (installed on first use)."""
+    cli = CLI_OF[agent]
+    if cli == "claude-code":
+        return claude_code.cli_command(version)
+    if cli == "gemini-cli":
+        return gemini_cli.cli_command(version)
+    return (CLI_FAMILIES[cli].cli_binary(version),)
+
+
+def parse(spec: str) -> Spec:
+    """Everything a spec names; nothing installed."""
     head, _, rest = spec.partition("+")
     version = LATEST
     if head != NAME:
         if not head.startswith(NAME + "@") or not (head[len(NAME) + 1:] == LATEST or VERSION_RE.fullmatch(head[len(NAME) + 1:])):
-            raise InputError(f"bad target {spec!r}: {usage}")
+            raise InputError(f"bad target {spec!r}: {USAGE}")
         version = head[len(NAME) + 1:]
-    claude_version, pins, checkout, revision = claude_code.PINNED_VERSION, [DEFAULT_PIN], None, None
     checkout_part = None
     if "+checkout=" in "+" + rest:
         rest, _, checkout_part = ("+" + rest).partition("+checkout=")
         rest = rest[1:]
-    for part in [p for p in rest.split("+") if p]:
-        if part.startswith("claude-code@") and VERSION_RE.fullmatch(part[len("claude-code@"):]):
-            claude_version = part[len("claude-code@"):]
+    parts = [p for p in rest.split("+") if p]
+    agent = DEFAULT
+    for part in parts:
+        if part.startswith(AGENT_OPTION):
+            agent = part[len(AGENT_OPTION):]
+            if agent not in AGENTS:
+                raise InputError(f"bad target {spec!r}: unknown agent {agent!r}; {USAGE}")
+    cli = CLI_OF[agent]
+    cli_version, pins = CLI_FAMILIES[cli].PINNED_VERSION, [DEFAULT_PIN] if AGENTS[agent].has_pin else []
+    for part in parts:
+        if part.startswith(AGENT_OPTION):
+            continue
+        if part.startswith(cli + "@") and VERSION_RE.fullmatch(part[len(cli) + 1:]):
+            cli_version = part[len(cli) + 1:]
+        elif (part in PINS or part == EVERY_PIN) and not AGENTS[agent].has_pin:
+            raise InputError(f"bad target {spec!r}: +{part}: the pin is claude_code()'s alone; {agent}() has none; {USAGE}")
         elif part in PINS:
             pins = [part]
         elif part == EVERY_PIN:
             pins = list(PINS)
         else:
-            raise InputError(f"bad target {spec!r}: unknown part {part!r}; {usage}")
+            raise InputError(f"bad target {spec!r}: unknown part {part!r}; {USAGE}")
+    checkout, revision = None, None
     if checkout_part is not None:
         path, _, revision = checkout_part.partition("#")
         if not path:
-            raise InputError(f"bad target {spec!r}: +checkout= needs a folder; {usage}")
+            raise InputError(f"bad target {spec!r}: +checkout= needs a folder; {USAGE}")
         checkout = Path(path).expanduser().resolve()
         if not checkout.is_dir():
             raise InputError(f"target {spec!r}: checkout folder {checkout} does not exist")
         revision = revision or None
-    return version, claude_version, pins, checkout, revision
+    return Spec(version, agent, cli_version, pins, checkout, revision)
+
+
+def parse_spec(spec: str) -> tuple[str, str, list[str], Path | None, str | None]:
+    """Version, CLI version, pin variants, checkout folder and revision a spec names; nothing installed."""
+    parsed = parse(spec)
+    return parsed.version, parsed.cli_version, parsed.pins, parsed.checkout, parsed.revision
 
 
 def name_problem(name: str) -> str | None:
-    """Reports always name the release, the Claude Code build and the pin variant."""
+    """Reports always name the release, the agent (unless claude_code), its CLI build and, for claude_code, the pin."""
     try:
-        version, _, pins, _, _ = parse_spec(name)
+        parsed = parse(name)
     except InputError as exc:
         return str(exc)
     parts = name.split("+checkout=")[0].split("+")[1:]
-    if version == LATEST or not any(p.startswith("claude-code@") for p in parts) or not any(p in PINS for p in parts):
-        return f"target {name!r}: an {NAME} target is always named {NAME}@VERSION+claude-code@X.Y.Z+pin|no-pin[+checkout=...]"
+    cli = CLI_OF[parsed.agent]
+    named_agent = any(p.startswith(AGENT_OPTION) for p in parts)
+    if parsed.agent == DEFAULT:
+        if (parsed.version == LATEST or named_agent or not any(p.startswith("claude-code@") for p in parts)
+                or not any(p in PINS for p in parts)):
+            return (f"target {name!r}: an {NAME} target is always named {NAME}@VERSION+claude-code@X.Y.Z+pin|no-pin"
+                    f"[+checkout=...] (claude_code, the default agent, is not named)")
+    elif parsed.version == LATEST or not any(p.startswith(cli + "@") for p in parts):
+        return (f"target {name!r}: an {NAME} target of {parsed.agent}() is always named "
+                f"{NAME}@VERSION+agent={parsed.agent}+{cli}@X.Y.Z[+checkout=...] (no pin: it has none)")
     return None
 
 
@@ -110,30 +179,52 @@ def _commit(checkout: Path, revision: str) -> str:
     return done.stdout.strip()
 
 
-def build(version: str, claude_version: str, pin: str, venv: Path, command: tuple[str, ...],
-          checkout: Path | None, revision: str | None, commit: str | None) -> Target:
-    name = f"{NAME}@{version}+claude-code@{claude_version}+{pin}"
+def build(version: str, cli_version: str, pin: str | None, venv: Path, command: tuple[str, ...],
+          checkout: Path | None, revision: str | None, commit: str | None, agent: str = DEFAULT) -> Target:
+    kind = AGENTS[agent]
+    name = f"{NAME}@{version}" + ("" if agent == DEFAULT else f"+agent={agent}") + f"+{kind.cli}@{cli_version}"
+    name += f"+{pin}" if pin is not None else ""
     if checkout is not None:
         name += f"+checkout={checkout}" + (f"#{revision}" if revision else "")
-    launcher = InspectLauncher(venv=venv, claude=command, pin=pin == "pin", checkout=checkout, revision=commit)
+    launcher = InspectLauncher(venv=venv, claude=command, pin=pin != "no-pin", checkout=checkout, revision=commit,
+                               binary=kind.binary, **({} if agent == DEFAULT else
+                                                      {"agent": agent, "cli_version": cli_version, **_offline(agent)}))
     return Target(
         name=name,
         commands={},
-        session_id=SessionIdSource("stdout_json", "session_id"),  # unused: claude_code() keeps the session
+        session_id=SessionIdSource("stdout_json", "session_id"),  # unused: the agent keeps the session
         identity_regex=r"(?m)^You are [^\n]*",
         timeout_s=STEP_TIMEOUT_S,
-        side_calls=claude_code.SIDE_CALLS,
+        side_calls=claude_code.SIDE_CALLS if agent == DEFAULT else getattr(CLI_FAMILIES[kind.cli], "SIDE_CALLS", ()),
+        compaction_calls=() if agent == DEFAULT else getattr(CLI_FAMILIES[kind.cli], "COMPACTION_CALLS", ()),
+        prompt_flags=kind.prompt_flags if agent != DEFAULT else Target.prompt_flags,
         checkout=checkout,
         revision=commit,
         executor=LauncherSteps(launcher),
     )
 
 
+def _offline(agent: str) -> dict:
+    """What the agent's CLI needs from the eval's environment to stay offline, as its own family sets it up."""
+    if agent != OPENCODE.name:
+        return {}
+    # opencode() looks for ripgrep with `command -v rg` and downloads it from GitHub when absent: the one the Codex
+    # build bundles is put on PATH. The config folder's npm state keeps opencode from installing its plugin package.
+    rg = Path(codex.cli_binary(codex.PINNED_VERSION)).parent.parent / "codex-path"
+    lock = '{"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}\n'
+    return {"env": tuple(sorted(opencode.OFFLINE_ENV.items())), "path": (str(rg),) if (rg / "rg").is_file() else (),
+            "home_files": ((".config/opencode/package.json", '{"private": true}\n'),
+                           (".config/opencode/package-lock.json", lock), (".config/opencode/node_modules/.harness", ""))}
+
+
 FAMILY = SpecFamily(
-    NAME, "'inspect-swe[@VERSION][+claude-code@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]'", targets, name_problem,
-    lines=(f"{NAME}[@VERSION|@latest][+claude-code@X.Y.Z][+PIN][+checkout=PATH[#REV]]  inspect_swe's claude_code() in a real "
+    NAME, "'inspect-swe[@VERSION][+agent=AGENT][+CLI@X.Y.Z][+pin|+no-pin][+checkout=PATH[#REV]]'", targets, name_problem,
+    lines=(f"{NAME}[@VERSION|@latest][+agent=AGENT][+CLI@X.Y.Z][+PIN][+checkout=PATH[#REV]]  an inspect_swe agent in a real "
            f"`inspect eval` (default: the newest release; measured: {MEASURED_VERSION})",
-           *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting"),
+           *(f"  +agent={name:<24} launches {agent.cli} (+{agent.cli}@X.Y.Z, default its pinned build)"
+             + (" (default)" if name == DEFAULT else "") for name, agent in AGENTS.items()),
+           *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting (claude_code only: the others have no pin)"),
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
-    defaults=(f"{NAME}@{MEASURED_VERSION}",),
+    # `make tools`: the measured release with claude_code(), and the virtualenv the other agents share.
+    defaults=(f"{NAME}@{MEASURED_VERSION}", f"{NAME}@{MEASURED_VERSION}+agent=codex_cli"),
 )

@@ -1,0 +1,142 @@
+"""inspect_swe's other agents (codex_cli, gemini_cli, opencode) in a real `inspect eval`, launching the harness's CLI builds.
+
+Real parts only, as in test_inspect_swe.py (whose helpers these reuse): the
+release's agents virtualenv (inspect-ai, the SDKs its bridge needs), the
+pinned Codex, Gemini CLI and opencode builds behind the recording shim, the
+fake API on 127.0.0.1. Verdicts must equal the scenarios' measured
+expectations, and what they rest on is read again from the raw journals. The
+last tests run a patched release (+checkout=REPO#REV: a git repository of the
+installed inspect_swe with one line changed) that drops or doubles the
+caller's system message, and the harness must report the failing verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.journal.launches import launch_journal_path, read_launches
+from harness.results import CANNOT_EXPRESS
+from harness.scenario.reader import load_scenario
+from harness.targets import resolve_target
+from harness.targets.inspect_swe import MEASURED_VERSION
+from test_inspect_swe import assert_as_expected, run, text_per_launch, verdicts
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE, AGENTS = ROOT / "scenarios" / "inspect-swe", ROOT / "scenarios" / "inspect-swe-agents"
+RELEASE = f"inspect-swe@{MEASURED_VERSION}"
+CODEX, GEMINI, OPENCODE = (f"{RELEASE}+agent={name}" for name in ("codex_cli", "gemini_cli", "opencode"))
+APPEND = "Task prompt: answer with one number. Never use tools."
+# The one line of gemini_cli() that puts the caller's system messages in front of the turn's prompt, and two mutants.
+GEMINI_SOURCE = Path("inspect_swe") / "_gemini_cli" / "gemini_cli.py"
+GEMINI_LINE = 'prompt = f"{combined_system}\\n\\n{prompt}"'
+MUTANTS = {"drop": "prompt = prompt", "double": 'prompt = f"{combined_system}\\n\\n{combined_system}\\n\\n{prompt}"'}
+
+
+def text_in_user_messages(journal: Path) -> list[tuple[int, int]]:
+    """(step, occurrences of the caller's text in the messages) per answered main request, from the raw bodies."""
+    out = []
+    for line in journal.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["class"] == "main" and record["status"] == 200:
+            out.append((record["step"], json.dumps(json.loads(record["body"])["messages"]).count(APPEND)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- the release, each agent
+
+
+def test_codex_cli_passes_the_text_in_agents_md_never_argv_and_the_model_sees_it_as_a_user_message(tmp_path):
+    result, journal = run(AGENTS / "isa-wrong-answer-then-retry.yaml", CODEX, tmp_path)
+    assert_as_expected(result)
+    assert result.target == f"{RELEASE}+agent=codex_cli+codex@0.171.0"
+    launches = read_launches(launch_journal_path(journal))
+    assert [launch.argv[:2] for launch in launches] == [["codex", "exec"]] * 2  # the version probe is no launch
+    assert launches[1].argv[-2:] == ["resume", "--last"] and "Your answer was incorrect. Try again." in launches[1].argv
+    assert text_per_launch(journal, APPEND) == [0, 0]
+    assert text_in_user_messages(journal) == [(1, 1), (2, 1)]
+    appended = next(c for c in result.checks if c.check == "appended_exactly_once")
+    assert appended.step == 1 and "1 time(s) in the conversation messages instead" in appended.message
+
+
+def test_gemini_cli_passes_the_text_in_the_first_prompt_only(tmp_path):
+    result, journal = run(SUITE / "isw-wrong-answer-then-retry.yaml", GEMINI, tmp_path)
+    assert_as_expected(result)
+    assert text_per_launch(journal, APPEND) == [1, 0]
+    assert result.steps[1].argv[-3:] == ["--resume", "latest", "Your answer was incorrect. Try again."]
+    launch = next(c for c in result.checks if c.check == "launch_appended_exactly_once")
+    assert (launch.verdict, launch.step) == ("fail", 2)
+
+
+def test_opencode_hands_its_own_system_prompt_back_as_the_callers_on_the_second_turn(tmp_path):
+    result, journal = run(AGENTS / "isa-second-turn.yaml", OPENCODE, tmp_path)
+    assert_as_expected(result)
+    launches = read_launches(launch_journal_path(journal))
+    assert launches[1].argv[-1] == "--continue" and text_per_launch(journal, APPEND) == [0, 0]  # the prompt is stdin
+    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    second = [json.loads(r["body"]) for r in records if r["class"] == "main" and r["step"] == 2][0]
+    turn = second["messages"][-1]["content"]
+    text = turn if isinstance(turn, str) else "".join(block.get("text", "") for block in turn)
+    assert text.startswith("You are OpenCode") and text.endswith("And 7*8?") and APPEND not in text
+
+
+@pytest.mark.parametrize("spec, scenario, reason", [
+    (CODEX, SUITE / "isw-second-turn.yaml", "passes the caller's text in AGENTS.md"),
+    (OPENCODE, SUITE / "isw-wrong-answer-then-retry.yaml", "the prompt on stdin"),
+    (GEMINI, SUITE / "isw-uncaught-error-retry.yaml", "gemini_cli() does not relaunch after a failed launch"),
+    (GEMINI, SUITE / "isw-wrong-answer-compact-resume.yaml", "gemini_cli() has no compaction command"),
+])
+def test_what_an_agent_cannot_be_made_to_do_is_refused_before_anything_runs(tmp_path, spec, scenario, reason):
+    result, journal = run(scenario, spec, tmp_path)
+    assert result.status == CANNOT_EXPRESS and reason in result.cannot_express
+    assert not journal.exists() or journal.read_text() == ""
+
+
+def test_the_pin_is_claude_codes_alone():
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match="the pin is claude_code\\(\\)'s alone"):
+        resolve_target(f"{CODEX}+no-pin")
+
+
+# ---------------------------------------------------------------------------------------- a launcher that drops or doubles
+
+
+@pytest.fixture(scope="module")
+def mutant_repo(tmp_path_factory) -> Path:
+    """The installed release's inspect_swe as a git repository: `release`, then one commit per mutant of one line."""
+    (target,) = resolve_target(GEMINI)
+    installed = next((target.executor.launcher.venv / "lib").glob("python*/site-packages/inspect_swe"))
+    repo = tmp_path_factory.mktemp("inspect-swe-mutants") / "repo"
+    shutil.copytree(installed, repo / "src" / "inspect_swe", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "release")
+    git("tag", "release")
+    source = repo / "src" / GEMINI_SOURCE
+    released = source.read_text(encoding="utf-8")
+    assert released.count(GEMINI_LINE) == 1
+    for name, line in MUTANTS.items():
+        git("checkout", "-q", "release")
+        source.write_text(released.replace(GEMINI_LINE, line), encoding="utf-8")
+        git("commit", "-qam", name)
+        git("tag", name)
+    return repo
+
+
+@pytest.mark.parametrize("mutant, count", [("release", 1), ("drop", 0), ("double", 2)])
+def test_a_launcher_that_drops_or_doubles_the_callers_text_fails_the_launch_check(tmp_path, mutant_repo, mutant, count):
+    scenario = AGENTS / "isa-one-launch.yaml"
+    result, journal = run(scenario, f"{GEMINI}+checkout={mutant_repo}#{mutant}", tmp_path)
+    assert_as_expected(result)
+    assert text_per_launch(journal, load_scenario(scenario).append) == [count]
+    assert verdicts(result)["launch_appended_exactly_once"] == ("pass" if mutant == "release" else "fail")
