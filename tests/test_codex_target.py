@@ -77,7 +77,7 @@ def test_the_text_reaches_codex_as_exactly_these_bytes(no_install):
     launch = argv(target, "launch")
     option = launch[launch.index("-c") + 1]
     assert tomllib.loads(option)["developer_instructions"] == APPEND
-    assert target.prompt_flags == ("-c",)
+    assert target.prompt_flags == ("-c developer_instructions",)
 
 
 def test_argv_shapes(no_install):

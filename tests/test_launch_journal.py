@@ -123,6 +123,13 @@ def test_launch_checks_without_launches_are_errors_never_passes():
     assert run_check(APPENDED, CheckContext((), None, IDENTITY, launches=(Launch(1, ["a"], "/", step=1),))).verdict == "error"
 
 
+def test_a_keyed_prompt_option_reads_the_string_of_its_key_only():
+    quoted = "developer_instructions=" + "'" * 3 + APPEND + "'" * 3  # a TOML literal string, as codex.py passes it
+    argv = ["codex", "-c", "model='m'", "-c", quoted, "exec", "hi"]
+    assert prompt_options(argv, ("-c developer_instructions",)) == [("-c developer_instructions", APPEND)]
+    assert prompt_options(argv, ("-c",)) == [("-c", "model='m'"), ("-c", quoted)]
+
+
 def test_prompt_options_reads_both_spellings_and_stops_at_the_end_of_options():
     argv = ["claude", "--system-prompt=S", "--append-system-prompt", "A", "--", "--append-system-prompt", "not an option"]
     assert prompt_options(argv, ("--append-system-prompt", "--system-prompt")) == [("--system-prompt", "S"), ("--append-system-prompt", "A")]

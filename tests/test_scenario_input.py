@@ -292,7 +292,7 @@ BAD = [
     ("step-unknown-kind", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - resum: {prompt: again}"), 5,
      ["steps[2]: unknown step kind 'resum' (did you mean 'resume'? allowed: compact, launch, resume, retry)"]),
     ("step-unknown-key", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - retry:", "      promt: again"), 6,
-     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: commit, edit, error, prefix_change, prompt, reply, session, summary, temporary, timeout_s, usage)"]),
+     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: append, commit, edit, error, prefix_change, prompt, reply, session, summary, temporary, timeout_s, usage)"]),
     ("step-session-mode-unknown", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - resume: {prompt: again, session: forked}"), 5,
      ["steps[2].resume.session: unknown session mode 'forked' (did you mean 'fork'? known: continue, fork)"]),
     ("step-session-on-launch", (*HEAD, "steps:", "  - launch: {prompt: hi, session: continue}"), 4,
@@ -305,7 +305,7 @@ BAD = [
      ["steps[2].retry: missing required key 'prompt'"]),
     ("missing-prompt-null-body", (*HEAD, "steps:", "  - launch:"), 4, ["steps[1].launch: missing required key 'prompt'"]),
     ("prompt-on-compact", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - compact:", "      summary: s", "      prompt: no"), 7,
-     ["steps[2].compact: 'prompt' is not allowed on a compact step", "allowed: commit, edit, prefix_change, reply, session, summary, temporary, timeout_s, usage"]),
+     ["steps[2].compact: 'prompt' is not allowed on a compact step", "allowed: append, commit, edit, prefix_change, reply, session, summary, temporary, timeout_s, usage"]),
     ("prompt-number", (*HEAD, "steps:", "  - launch:", "      prompt: 5"), 5,
      ["steps[1].launch.prompt: expected a non-empty string, got an integer (5); quote it to make it text"]),
     # --- a NUL character, which no process argument (nor file path) can carry: YAML's \\0, \\x00 and \\u0000 all write one

@@ -29,6 +29,7 @@ class CheckContext:
     min_cache_reuse: float | None = None
     launches: tuple[Launch, ...] = ()  # the launch journal: what the launcher passed to the agent binary
     prompt_flags: tuple[str, ...] = ()  # the target's options whose value is system-prompt text
+    step_appends: Mapping[int, str] = field(default_factory=dict)  # step -> the caller's text from then on, changed
 
     @classmethod
     def of(cls, scenario: "Scenario", exchanges: Iterable[Exchange], identity_pattern: re.Pattern[str],
@@ -38,8 +39,20 @@ class CheckContext:
             tuple(exchanges), scenario.append, identity_pattern,
             temporary=scenario.temporary, step_temporary=scenario.step_temporary,
             prefix_changes=scenario.prefix_changes, min_cache_reuse=scenario.min_cache_reuse,
-            launches=tuple(launches), prompt_flags=tuple(prompt_flags),
+            launches=tuple(launches), prompt_flags=tuple(prompt_flags), step_appends=scenario.step_appends,
         )
+
+    def append_at(self, step: int | None) -> str | None:
+        """The caller's text a step's launch was given: the last change at or before it, else `append`."""
+        changed = [text for index, text in sorted(self.step_appends.items()) if step is not None and index <= step]
+        return changed[-1] if changed else self.append
+
+    def replaced_at(self, step: int | None) -> list[str]:
+        """The caller's earlier texts, replaced by the step's: none of them may reach its requests."""
+        current = self.append_at(step)
+        earlier = [self.append] + [text for index, text in sorted(self.step_appends.items())
+                                   if step is not None and index <= step]
+        return [text.strip() for text in dict.fromkeys(earlier) if text and text.strip() and text != current]
 
     @property
     def main_requests(self) -> list[Exchange]:

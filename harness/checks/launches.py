@@ -38,17 +38,33 @@ def _judged(context: CheckContext, name: str) -> tuple[list[Launch], CheckResult
 
 
 def prompt_options(argv: list[str], flags: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(option, value) for each system-prompt option in argv, `--flag VALUE` and `--flag=VALUE` alike."""
+    """(option, value) for each system-prompt option in argv, `--flag VALUE` and `--flag=VALUE` alike.
+
+    A flag given as `FLAG KEY` is a configuration override whose value is `KEY=STRING` (Codex's
+    `-c developer_instructions=...` with a TOML string): its text is the string, its quotes taken off.
+    """
     found = []
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         for flag in flags:
-            if arg == flag and i + 1 < len(argv):
+            option, _, key = flag.partition(" ")
+            if key:
+                value = argv[i + 1] if arg == option and i + 1 < len(argv) else ""
+                if value.startswith(key + "="):
+                    found.append((flag, _unquoted(value[len(key) + 1:])))
+            elif arg == flag and i + 1 < len(argv):
                 found.append((flag, argv[i + 1]))
             elif arg.startswith(flag + "="):
                 found.append((flag, arg[len(flag) + 1:]))
     return found
+
+
+def _unquoted(value: str) -> str:
+    for quote in ("'" * 3, '"' * 3, "'", '"'):
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            return value[len(quote):-len(quote)]
+    return value
 
 
 def control_options(launch: Launch, fields: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -97,12 +113,13 @@ def check_appended(context: CheckContext) -> CheckResult:
     if missing:
         return missing
     text = context.append.strip()
-    counts = [(launch, passed_count(launch, text)) for launch in launches]
+    texts = {launch.seq: (context.append_at(launch.step) or "").strip() for launch in launches}
+    counts = [(launch, passed_count(launch, texts[launch.seq])) for launch in launches]
     evidence = {
         "appended": text,
         "by_launch": [
             {"launch": launch.seq, "step": launch.step, "kind": launch.step_kind, "count": n,
-             "options": [flag for flag, value in launch_options(launch, context.prompt_flags) if text in value]}
+             "options": [flag for flag, value in launch_options(launch, context.prompt_flags) if texts[launch.seq] in value]}
             for launch, n in counts
         ],
     }
@@ -112,7 +129,7 @@ def check_appended(context: CheckContext) -> CheckResult:
             return CheckResult(
                 APPENDED, FAIL,
                 f"{at(launch)}: the launcher passed the caller's text {count} time(s), expected exactly once\n"
-                f"  appended text: {clip(text, 100)!r}\n"
+                f"  appended text: {clip(texts[launch.seq], 100)!r}\n"
                 f"  argv: {clip(' '.join(launch.argv), 300)}\n"
                 f"{_control_line(launch)}"
                 f"  occurrences by launch: {by_launch}",
@@ -134,7 +151,8 @@ def check_from_caller(context: CheckContext) -> CheckResult:
         return missing
     evidence: dict = {"options": list(context.prompt_flags), "by_launch": []}
     for launch in launches:
-        given = [t for t in (context.append, *context.temporary, context.step_temporary.get(launch.step or 0)) if t and t.strip()]
+        given = [t for t in (context.append_at(launch.step), *context.temporary, context.step_temporary.get(launch.step or 0))
+                 if t and t.strip()]
         for flag, value in launch_options(launch, context.prompt_flags):
             rest = value
             for text in sorted(given, key=len, reverse=True):

@@ -75,7 +75,7 @@ def _shown(exchange: Exchange, context: CheckContext) -> ShownRequest:
         marks.append(Mark(base + match.start(), base + match.end(), IDENTITY))
     messages = [message_text(m) for m in normalized.get("messages", []) if m.get("role") == "system"]
     message_marks: list[list[Mark]] = [[] for _ in messages]
-    text = (context.append or "").strip()
+    text = (context.append_at(exchange.step) or "").strip()
     appended, in_prefix = None, 0
     if text:  # every occurrence, as appended_exactly_once counts them
         appended = count_in_instructions(exchange, text)

@@ -59,6 +59,10 @@ def plan_of(scenario: Scenario, *, pin: bool, cwd: str, agent: str = DEFAULT) ->
     """The plan, and what in the scenario the launcher cannot express (empty when it can run it)."""
     plan = Plan(system=scenario.append, pin=pin, cwd=cwd, agent=agent)
     problems: list[str] = agent_problems(AGENTS[agent], scenario)
+    changed = [step.index for step in scenario.steps if step.append is not None]
+    if changed:
+        problems.append(f"step {changed[0]} changes the caller's text: the sample's system messages are given once, "
+                        f"before {agent}() first runs")
     if scenario.temporary or any(step.temporary for step in scenario.steps):
         problems.append(f"temporary text: {agent}() has no per-launch text besides the caller's system messages")
     attempts_in_turn = 1

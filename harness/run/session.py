@@ -30,7 +30,7 @@ from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario.model import Scenario, Step
 from harness.execution.step_requests import exit_problem, own_requests, record_requests, turn_problem
-from harness.targets.base import MissingValue, Target, render
+from harness.targets.base import MissingValue, Target, render, template_fields
 from harness.isolation.terminal import strip_escapes
 from harness.isolation.workspace import FAKE_API_KEY, Workspace, step_environment
 
@@ -132,7 +132,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         return result
     values = {
         "prompt": step.prompt or "",
-        "append": run.scenario.append or "",
+        "append": run.scenario.append_at(step.index) or "",
         "temporary": step.temporary or "",
         "session_id": run.session_id,
         "base_url": run.base_url,
@@ -152,6 +152,8 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     result.argv = argv
     if step.kind == "launch":
         _write_home_files(target, values, workspace)
+    elif step.append is not None:  # the caller's text changed: files that carry it are written anew
+        _write_home_files(target, values, workspace, only_with="append")
     try:
         result.notes.extend(workdir.apply(workspace.workdir, step, workspace.home))
     except workdir.WorkdirError as exc:
@@ -211,9 +213,12 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     return result
 
 
-def _write_home_files(target: Target, values: dict, workspace: Workspace) -> None:
-    """The agent's own configuration (model entries pointing at this run's fake API), before its first process."""
+def _write_home_files(target: Target, values: dict, workspace: Workspace, only_with: str | None = None) -> None:
+    """The agent's own configuration (model entries pointing at this run's fake API), before its first process;
+    `only_with`: just the files whose template uses that placeholder (the rest may hold the agent's own state)."""
     for relative, template in target.home_files.items():
+        if only_with is not None and only_with not in template_fields(template):
+            continue
         path = workspace.home / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(template, values), encoding="utf-8")

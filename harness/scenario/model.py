@@ -129,6 +129,7 @@ class Step:
     temporary: str | None = None  # text given to this step only ({temporary}); it must not outlive the step
     prefix_change: str | None = None  # why the prompt prefix is meant to change at this step (a project change)
     session: str | None = None  # one of SESSION_MODES; None: the session named by id, as every agent can
+    append: str | None = None  # the caller's text from this step on, replacing the scenario's (a launcher's new text)
 
     @property
     def scripts_an_error(self) -> bool:
@@ -157,6 +158,16 @@ class Scenario:
     def prefix_changes(self) -> dict[int, str]:
         """Step index -> the declared reason the prefix changes there."""
         return {s.index: s.prefix_change for s in self.steps if s.prefix_change}
+
+    @property
+    def step_appends(self) -> dict[int, str]:
+        """Step index -> the caller's text from that step on, where a step changes it."""
+        return {s.index: s.append for s in self.steps if s.append is not None}
+
+    def append_at(self, index: int) -> str | None:
+        """The caller's text at a step: the last change at or before it, else the scenario's."""
+        changed = [s.append for s in self.steps if s.append is not None and s.index <= index]
+        return changed[-1] if changed else self.append
 
     @property
     def step_temporary(self) -> dict[int, str]:

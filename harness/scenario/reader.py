@@ -79,6 +79,11 @@ class _ScenarioReader:
         steps_list = self.file.list_(steps_value, doc.key_line("steps"), "steps", "a non-empty list of steps")
         steps = tuple(self.steps.step(steps_list, i) for i in range(len(steps_list)))
         for step in steps:
+            if step.append is not None and append is None:
+                raise self.file.error(
+                    "a step's 'append' changes the caller's text: the scenario needs a top-level 'append' to start from",
+                    step.line, child_path(item_path("steps", step.index - 1), step.kind),
+                )
             if step.commit is not None and workdir != "git":
                 raise self.file.error(
                     "'commit' needs a git working directory: add a top-level 'workdir: git'",

@@ -19,9 +19,10 @@ from harness.scenario.replies import ReplyReader
 
 _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
 _DECLARED_STEP_KEYS = ("temporary", "prefix_change")  # what the scenario tells the checks about this step
-_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", "session", *_WORKDIR_STEP_KEYS,
-                     *_DECLARED_STEP_KEYS)
-_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", "session", *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
+_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", "session", "append",
+                     *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
+_COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", "session", "append", *_WORKDIR_STEP_KEYS,
+                      *_DECLARED_STEP_KEYS)
 
 
 class StepsReader:
@@ -125,6 +126,9 @@ class StepsReader:
                 body.key_line("prefix_change"), child_path(where, "prefix_change"),
             )
         session = self._session(body, i, where)
+        append = self._append(body, i, where)
+        if append is not None and prefix_change is None:
+            prefix_change = "the caller's text changes here (the step's `append`)"
         return Step(
             index=i + 1,
             kind=kind,
@@ -140,6 +144,7 @@ class StepsReader:
             temporary=temporary,
             prefix_change=prefix_change,
             session=session,
+            append=append,
         )
 
     def _session(self, body: LocatedDict, i: int, where: str) -> str | None:
@@ -155,6 +160,15 @@ class StepsReader:
             raise unknown_key_error(mode, SESSION_MODES, self.file.path, line, child_path(where, "session"),
                                     what="session mode", listing="known")
         return mode
+
+    def _append(self, body: LocatedDict, i: int, where: str) -> str | None:
+        """`append: TEXT` on a later step: the caller passes this text from then on (a launcher's changed text)."""
+        if "append" not in body:
+            return None
+        if i == 0:
+            raise self.file.error("the launch passes the scenario's top-level `append`; a later step's `append` "
+                                  "changes it", body.key_line("append"), child_path(where, "append"))
+        return self.file.optional_argument(body, "append", where)
 
     def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:
         """`edit: {relative/path: new content}`; paths stay inside the working directory."""

@@ -105,7 +105,7 @@ def build(version: str, policy: str, binary: str) -> Target:
         env={"CODEX_HOME": "{home}/.codex", "NO_COLOR": "1"},
         home_files={".codex/config.toml": _CONFIG.format(model=MODEL)},
         compaction_calls=COMPACTION_CALLS,
-        prompt_flags=("-c",),
+        prompt_flags=("-c developer_instructions",),
         # A read-only shell command, which the default read-only sandbox runs without asking.
         tool_call={"name": "exec_command", "input": {"cmd": "ls"}},
     )
