@@ -22,6 +22,7 @@ from harness.errors import InputError
 from harness.execution.base import IN_PROCESS_BASE_URL, OneStepAtATime
 from harness.execution.in_process import InProcessSteps
 from harness.execution.launcher import LauncherSteps
+from harness.execution.recorded_launches import RecordedLaunchSteps
 from harness.execution.subprocess import SubprocessSteps
 from harness.explore.search import Budget, explore_target
 from harness.inspect_swe.launcher import InspectLauncher
@@ -31,7 +32,7 @@ from harness.results import ERROR, StepResult
 from harness.run.runner import run_scenario
 from harness.run.session import LiveRun
 from harness.scenario.reader import scenario_from_text
-from harness.targets import inspect_swe, pydantic_ai, resolve_target
+from harness.targets import agent_sdk, claude_agent_sdk_ts, inspect_swe, pydantic_ai, resolve_target
 
 REPO = Path(__file__).resolve().parent.parent
 PYDANTIC_AI_EXAMPLE = "examples/pydantic-ai-agent/agent.py"
@@ -143,13 +144,18 @@ def test_each_family_chooses_its_executor_once_and_the_target_still_pickles(tmp_
                                    InProcessSteps(pydantic_ai_in_process.run_in_process)),
         "inspect-swe": (inspect_swe.build("0.2.72", "2.1.332", "pin", tmp_path / "venv", ("/opt/claude",), None, None,
                                           None), LauncherSteps(launcher)),
+        "claude-agent-sdk-ts": (agent_sdk.build(claude_agent_sdk_ts.FAMILY, "0.3.328", "2.1.328", "append-never",
+                                                ("node", "step.mjs"), ("/opt/claude",)),
+                                RecordedLaunchSteps(binary="claude", real=("/opt/claude",), relay_stdin=True)),
     }
     for family, (target, executor) in chosen.items():
         assert target.executor == executor, family
         assert pickle.loads(pickle.dumps(target)) == target, family  # run/pool.py's workers may get one
-    assert [t.executor.in_harness_process for t, _ in chosen.values()] == [False, True, False, True, False]
+    assert [t.executor.in_harness_process for t, _ in chosen.values()] == [False, True, False, True, False, False]
     assert [t.executor.why_not_one_at_a_time() for t, _ in chosen.values()] == [
-        None, None, None, None, "runs a whole scenario in one launcher process"]
+        None, None, None, None, "runs a whole scenario in one launcher process", None]
+    assert [t.executor.records_launches for name, (t, _) in chosen.items() if name != "inspect-swe"] == [
+        False, False, False, False, True]
 
 
 def test_harness_install_says_what_the_executor_runs(capsys, monkeypatch, tmp_path):
