@@ -237,7 +237,7 @@ def test_reports_show_both_vantage_points_side_by_side(tmp_path):
 
     hidden, _ = run(tmp_path / "hidden", reference_with(resume_tail=()))
     clean, _ = run(tmp_path / "clean", reference_with())
-    assert caller_text.rows(hidden) == [("1 launch", "1×", "1×"), ("2 resume", "0× ✗", "1×")]
+    assert caller_text.rows(hidden) == [("1 launch", "1× in --append-system-prompt", "1×"), ("2 resume", "0× ✗", "1×")]
     console = caller_text.text_section([clean, hidden])
     assert "reference-launcher" in console and "2 resume  0× ✗" in console
     assert console.count("the caller's text ·") == 1  # a run whose sides both say 1× stays off the console

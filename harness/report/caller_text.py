@@ -21,6 +21,9 @@ def rows(result: RunResult) -> list[tuple[str, str, str]] | None:
     if launch is None or request is None or not (launch.evidence or request.evidence):
         return None
     by_launch = {e["step"]: e["count"] for e in launch.evidence.get("by_launch", [])}
+    # Where the launcher put it: an argv option (--append-system-prompt) or a field of what it sent on the
+    # agent's stdin (initialize.appendSystemPrompt, the TypeScript Agent SDK's way).
+    options = {e["step"]: e.get("options") or [] for e in launch.evidence.get("by_launch", [])}
     by_request: dict[int, list[int]] = {}
     for entry in request.evidence.get("by_request", []):
         by_request.setdefault(entry["step"], []).append(entry["count"])
@@ -29,6 +32,8 @@ def rows(result: RunResult) -> list[tuple[str, str, str]] | None:
         passed = by_launch.get(step.index)
         counts = by_request.get(step.index)
         launch_cell = "not recorded" if passed is None else f"{passed}×" + ("" if passed == 1 else " ✗")
+        if passed and options.get(step.index):
+            launch_cell += " in " + ", ".join(dict.fromkeys(options[step.index]))
         if counts:
             request_cell = " ".join(f"{n}×" for n in counts) + ("" if all(n == 1 for n in counts) else " ✗")
         elif "main" in step.classes:  # the step's turns were answered with the scripted error
