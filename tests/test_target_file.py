@@ -90,6 +90,24 @@ side_calls:
     assert target.side_calls == (RequestRule(model="haiku"), RequestRule(system="title", prompt="^Name this"))
 
 
+def test_a_target_file_names_the_commands_that_fork_or_continue_a_session(tmp_path):
+    path = write(tmp_path, "forking.yaml", """\
+name: forking
+launch: ["{python}", run.py, "{prompt}"]
+resume: ["{python}", run.py, "{prompt}", --resume, "{session_id}"]
+resume+fork: ["{python}", run.py, "{prompt}", --resume, "{session_id}", --fork]
+compact+continue: ["{python}", run.py, --compact, --continue]
+session_id: {stdout_json: session_id}
+""")
+    target = load_target_file(path)
+    assert target.command_for("retry", "fork") == ("{python}", "run.py", "{prompt}", "--resume", "{session_id}", "--fork")
+    assert target.command_for("compact", "continue") == ("{python}", "run.py", "--compact", "--continue")
+    assert target.command_for("resume", "continue") is None
+    with pytest.raises(InputError) as refused:
+        load_target_file(write(tmp_path, "typo.yaml", path.read_text().replace("resume+fork:", "resume+forked:")))
+    assert "unknown key 'resume+forked' (did you mean 'resume+fork'?" in str(refused.value)
+
+
 def test_tool_call_names_the_agents_own_tool_as_plain_data(tmp_path):
     # What explore writes into a scenario's `tool_use` for its tool-call turns (tests/test_explore.py runs it).
     path = write(tmp_path, "tool.yaml", """\
@@ -126,7 +144,7 @@ BAD_FILES = [
     ("not-a-mapping", "- launch\n- resume\n", 1, "", ["expected a target mapping, got a list"]),
     ("scalar", "my-agent\n", 1, "", ["expected a target mapping, got a string ('my-agent')"]),
     ("unknown-top-key", GOOD + "timeout: 5\n", 5, "",
-     ["unknown key 'timeout'", "did you mean 'timeout_s'?", "allowed: compact, env, identity, launch"]),
+     ["unknown key 'timeout'", "did you mean 'timeout_s'?", "allowed: compact, compact+continue, compact+fork, env, identity, launch"]),
     ("duplicate-key", GOOD + "name: again\n", 5, "", ["duplicate key 'name' (first on line 1, again on line 5)"]),
     ("missing-name", GOOD.replace("name: bad-agent\n", "# a target with no name\n"), 2, "", ["missing required key 'name'"]),
     ("empty-name", GOOD.replace("bad-agent", '""'), 1, "name", ["expected a non-empty string"]),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.scenario.model import STEP_KINDS
+from harness.scenario.model import SESSION_MODES, STEP_KINDS
 from harness.targets.base import Target, template_fields, validate_template
 from harness.targets.checkout import CheckoutError, Repository, open_repository, prepare_revision
 from harness.targets.checkout_use import command_without_checkout
@@ -41,8 +41,10 @@ PROTOCOLS = ("anthropic", "openai-chat", "openai-responses", "gemini")  # the jo
 # What a target file's strings become, for the NUL refusal's message (validation.Reader.no_nul).
 PATH, REVISION, ENVIRONMENT = ("it is a path", "it is passed to git as an argument",
                                "it becomes an environment value of the agent")
-_TOP_KEYS = ("name", "protocol", "repo", "rev", *STEP_KINDS, "session_id", "steps_without_session_id", "identity",
-             "timeout_s", "env", "side_calls", "tool_call")
+# A step that reaches its session another way (a scenario step's `session: fork|continue`): `resume+fork:` ...
+SESSION_COMMANDS = tuple(f"{kind}+{mode}" for kind in STEP_KINDS[1:] for mode in SESSION_MODES)
+_TOP_KEYS = ("name", "protocol", "repo", "rev", *STEP_KINDS, *SESSION_COMMANDS, "session_id", "steps_without_session_id",
+             "identity", "timeout_s", "env", "side_calls", "tool_call")
 WORKING_TREE = "working-tree"  # the name suffix of a `repo:` target run from the folder as it is
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -89,7 +91,7 @@ class _TargetReader(TargetKeys):
         if protocol not in PROTOCOLS:
             raise self.error(f"expected one of {', '.join(PROTOCOLS)}, got {protocol!r}", doc.key_line("protocol"), "protocol")
         commands = {}
-        for kind in STEP_KINDS:
+        for kind in (*STEP_KINDS, *SESSION_COMMANDS):
             if kind in ("launch", "resume"):
                 self.require(doc, kind, "")
             if kind in doc:
