@@ -332,7 +332,7 @@ BAD = [
     ("rev-an-option", TARGET.format(repo="../agent-repo", rev="rev: --all\n"), 3, "rev", ["expected a branch, tag or commit"]),
     ("rev-a-number", TARGET.format(repo="../agent-repo", rev="rev: 1.0\n"), 3, "rev", ["got a number (1.0)", "quote it"]),
     ("rev-empty", TARGET.format(repo="../agent-repo", rev='rev: ""\n'), 3, "rev", ["expected a non-empty string"]),
-    ("unknown-key", TARGET.format(repo="../agent-repo", rev="revision: v1\n"), 3, "", ["unknown key 'revision'", "repo, resume, retry, rev,"]),
+    ("unknown-key", TARGET.format(repo="../agent-repo", rev="revision: v1\n"), 3, "", ["unknown key 'revision'", "repo, resume, resume+continue, resume+fork, retry, retry+continue, retry+fork, rev,"]),
     ("repo-with-nul", TARGET.format(repo='"../agent-repo\\0"', rev=""), 2, "repo", ["contains a NUL character (character 14", "it is a path"]),
     ("rev-with-nul", TARGET.format(repo="../agent-repo", rev='rev: "v1\\x00"\n'), 3, "rev", ["contains a NUL character (character 3", "passed to git"]),
 ]
