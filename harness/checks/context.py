@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from harness.journal.exchange import COMPACTION, MAIN, Exchange
 from harness.journal.launches import Launch
 
+from harness.scenario.model import texts_until
+
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
 
@@ -44,14 +46,11 @@ class CheckContext:
 
     def append_at(self, step: int | None) -> str | None:
         """The caller's text a step's launch was given: the last change at or before it, else `append`."""
-        changed = [text for index, text in sorted(self.step_appends.items()) if step is not None and index <= step]
-        return changed[-1] if changed else self.append
+        return texts_until(self.append, self.step_appends, step)[-1]
 
     def replaced_at(self, step: int | None) -> list[str]:
         """The caller's earlier texts, replaced by the step's: none of them may reach its requests."""
-        current = self.append_at(step)
-        earlier = [self.append] + [text for index, text in sorted(self.step_appends.items())
-                                   if step is not None and index <= step]
+        *earlier, current = texts_until(self.append, self.step_appends, step)
         return [text.strip() for text in dict.fromkeys(earlier) if text and text.strip() and text != current]
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Mapping, Union
 
 STEP_KINDS = ("launch", "resume", "retry", "compact")
 # How a later step reaches the session, besides naming it by id (the default): the agent's most recent session in
@@ -141,6 +141,14 @@ class Step:
         return self.error is not None or any(turn.error is not None or turn.fault is not None for turn in self.turns)
 
 
+def texts_until(first: str | None, changes: Mapping[int, str], step: int | None) -> list[str | None]:
+    """The caller's texts in force up to a step, oldest first: the scenario's, then each step's change (`append:`).
+
+    The last one is the step's own; the launch checks, the request checks and the run session all read it here.
+    """
+    return [first, *(text for index, text in sorted(changes.items()) if step is not None and index <= step)]
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -166,8 +174,7 @@ class Scenario:
 
     def append_at(self, index: int) -> str | None:
         """The caller's text at a step: the last change at or before it, else the scenario's."""
-        changed = [s.append for s in self.steps if s.append is not None and s.index <= index]
-        return changed[-1] if changed else self.append
+        return texts_until(self.append, self.step_appends, index)[-1]
 
     @property
     def step_temporary(self) -> dict[int, str]:
