@@ -15,28 +15,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from harness.execution.base import OneStepAtATime, StepCall, StepSession
-from harness.fakeapi.core import FakeModelAPI
+from harness.execution.base import StepCall, StepSession
+from harness.execution.subprocess import SubprocessSteps
 from harness.fakeapi.launch_control import CONTROL_PATH, LaunchControl
-from harness.fakeapi.server import FakeAPIServer
 from harness.isolation import netns
 from harness.isolation.launch_shim import write_shim
-from harness.isolation.process import ProcessOutcome, run_process
+from harness.isolation.process import ProcessOutcome
 
 SHIM_ENV = "HARNESS_AGENT_BINARY"  # where a step's process finds the agent binary to start (the recording shim)
 
 
 @dataclass(frozen=True)
-class RecordedLaunchSteps(OneStepAtATime):
-    """Each step one fresh process, which launches `binary` (really `real`, an argv prefix) through the shim."""
+class RecordedLaunchSteps(SubprocessSteps):
+    """A fresh subprocess per step, as SubprocessSteps runs it, which launches `binary` (really `real`) through the shim."""
 
     binary: str  # the agent binary's name, as the launch journal shows it
     real: tuple[str, ...]
     relay_stdin: bool = False  # the launcher configures the agent over stdin: record its `initialize` requests too
     records_launches = True
-
-    def serve(self, api: FakeModelAPI) -> FakeAPIServer:
-        return FakeAPIServer(api).__enter__()
 
     def carry_out(self, call: StepCall, session: StepSession) -> tuple[netns.StepIsolation, ProcessOutcome]:
         step = call.step
@@ -45,13 +41,8 @@ class RecordedLaunchSteps(OneStepAtATime):
         shim = write_shim(session.workspace.root / "launch-bin", self.binary, list(self.real),
                           session.server.base_url + CONTROL_PATH, relay_stdin=self.relay_stdin)
         session.api.control = LaunchControl(session.launches, lambda: (step.index, step.kind)).handle
-        call = replace(call, env={**call.env, SHIM_ENV: str(shim)})
         try:
-            with netns.isolated_step(call.argv, session.server) as isolation:
-                outcome = run_process(
-                    isolation.argv, call.env, call.cwd, call.timeout_s, call.stdout_path, call.stderr_path,
-                    on_start=session.api.set_step_pid, pass_fds=isolation.pass_fds, label=call.label,
-                )
+            isolation, outcome = super().carry_out(replace(call, env={**call.env, SHIM_ENV: str(shim)}), session)
         finally:
             session.api.control = None
         launched = [launch for launch in session.launches.launches() if launch.step == step.index]
