@@ -51,18 +51,18 @@ def check(context: CheckContext) -> CheckResult:
             for e, n in counts
         ],
     }
-    if context.step_appends:  # the caller changed its text: which text each request was judged against
+    stale = {e.seq: stale_count(e, context) for e in mains}  # 0 everywhere unless the caller changed its text
+    if context.step_appends:  # which text each request was judged against, and the replaced ones it still carried
         evidence["appended_by_step"] = {str(step): text.strip() for step, text in context.step_appends.items()}
         for entry, (exchange, _) in zip(evidence["by_request"], counts):
-            entry["replaced"] = stale_count(exchange, context)
+            entry["replaced"] = stale[exchange.seq]
     by_step = series([f"{n}" for _, n in counts])
     for exchange, count in counts:
-        stale = stale_count(exchange, context) if context.step_appends else 0
-        if stale:
+        if stale[exchange.seq]:
             return CheckResult(
                 NAME, FAIL,
                 f"{where(exchange)}: the caller's text was changed by then, and the request still carries the "
-                f"replaced text {stale} time(s) (the current one {count} time(s))\n"
+                f"replaced text {stale[exchange.seq]} time(s) (the current one {count} time(s))\n"
                 f"  current text: {clip(texts[exchange.seq], 100)!r}\n"
                 f"  replaced: {', '.join(repr(clip(old, 60)) for old in context.replaced_at(exchange.step))}\n"
                 f"  occurrences of the current text by request: {by_step}",
