@@ -54,6 +54,11 @@ CONTINUATION = (
     "The summary below covers the earlier portion of the conversation.\n\nSummary:\nThe user asked for 6*7.\n"
 )
 
+KIMI_CONTINUATION = (
+    "The conversation so far has been compacted to free up context. A summary of the earlier conversation "
+    "follows.\n<summary>\nThe user asked for 6*7 (42).\n</summary>\n"
+)
+
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -790,6 +795,9 @@ def test_compaction_outside_step_is_flagged(server, api):
         ("You are Claude Code.", ["b\n", COMPACT_PROMPT, "<total_tokens>1 tokens left</total_tokens>"], "compaction"),
         ("You are Claude Code.", [CONTINUATION, "What is 2+2?"], "main"),  # the turn after a compaction
         ("You are Claude Code.", CONTINUATION + "What is 2+2? Put the <summary> aside.", "main"),
+        # Kimi Code's turn after its compaction, as inspect_swe's bridge merges it: the preserved user
+        # messages, then its continuation with the summary, in one block
+        ("You are Kimi Code CLI.", "What is 6*7?\n\n" + KIMI_CONTINUATION, "main"),
         ("Conversations get summarized when long.", "What is 2+2?", "main"),  # the word alone decides nothing
         ("You are Claude Code.", "Summarize the conversation so far.", "main"),  # no tags the client would parse
         (COMPACT_SYSTEM, "Summarize the conversation so far.", "main"),  # a summarizer's system prompt alone neither

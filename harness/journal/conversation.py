@@ -18,6 +18,8 @@ _CONTINUATION_OPENINGS = (
     "This session is being continued from a previous conversation",
     "Another language model started to solve this problem",  # Codex, before the summary it got back
 )
+# Continuations a bridge may merge behind other text into one block (Kimi Code's, in inspect_swe's Anthropic request).
+_CONTINUATION_ANYWHERE = ("The conversation so far has been compacted to free up context",)
 
 
 def system_text(normalized: dict[str, Any] | None) -> str:
@@ -53,7 +55,7 @@ def is_compaction(normalized: dict[str, Any]) -> bool:
 
 
 def _asks_for_summary(text: str) -> bool:
-    if text.lstrip().startswith(_CONTINUATION_OPENINGS):
+    if text.lstrip().startswith(_CONTINUATION_OPENINGS) or any(c in text for c in _CONTINUATION_ANYWHERE):
         return False
     return "<summary>" in text and bool(_SUMMARY_WORD.search(text)) and bool(_CONVERSATION.search(text))
 
