@@ -1,8 +1,8 @@
-"""inspect_swe's other agents (codex_cli, gemini_cli, opencode) in a real `inspect eval`, launching the harness's CLI builds.
+"""inspect_swe's other agents (codex_cli, gemini_cli, opencode, kimi_code) in a real `inspect eval`, launching the harness's CLI builds.
 
 Real parts only, as in test_inspect_swe.py (whose helpers these reuse): the
 release's agents virtualenv (inspect-ai, the SDKs its bridge needs), the
-pinned Codex, Gemini CLI and opencode builds behind the recording shim, the
+pinned Codex, Gemini CLI, opencode and Kimi Code builds behind the recording shim, the
 fake API on 127.0.0.1. Verdicts must equal the scenarios' measured
 expectations, and what they rest on is read again from the raw journals. The
 last tests run a patched release (+checkout=REPO#REV: a git repository of the
@@ -29,12 +29,19 @@ from test_inspect_swe import assert_as_expected, run, text_per_launch, verdicts
 ROOT = Path(__file__).resolve().parent.parent
 SUITE, AGENTS = ROOT / "scenarios" / "inspect-swe", ROOT / "scenarios" / "inspect-swe-agents"
 RELEASE = f"inspect-swe@{MEASURED_VERSION}"
-CODEX, GEMINI, OPENCODE = (f"{RELEASE}+agent={name}" for name in ("codex_cli", "gemini_cli", "opencode"))
+CODEX, GEMINI, OPENCODE, KIMI = (f"{RELEASE}+agent={name}" for name in ("codex_cli", "gemini_cli", "opencode", "kimi_code"))
 APPEND = "Task prompt: answer with one number. Never use tools."
-# The one line of gemini_cli() that puts the caller's system messages in front of the turn's prompt, and two mutants.
-GEMINI_SOURCE = Path("inspect_swe") / "_gemini_cli" / "gemini_cli.py"
-GEMINI_LINE = 'prompt = f"{combined_system}\\n\\n{prompt}"'
-MUTANTS = {"drop": "prompt = prompt", "double": 'prompt = f"{combined_system}\\n\\n{combined_system}\\n\\n{prompt}"'}
+# The one line of gemini_cli() and of kimi_code() that puts the caller's system messages in front of the turn's
+# prompt, and two mutants of each: each mutant commit changes both agents' lines.
+SOURCE_LINES = {
+    Path("inspect_swe") / "_gemini_cli" / "gemini_cli.py": (
+        'prompt = f"{combined_system}\\n\\n{prompt}"',
+        {"drop": "prompt = prompt", "double": 'prompt = f"{combined_system}\\n\\n{combined_system}\\n\\n{prompt}"'}),
+    Path("inspect_swe") / "_kimi_code" / "kimi_code.py": (
+        'prompt = "\\n\\n".join(system_messages) + "\\n\\n" + prompt',
+        {"drop": "prompt = prompt", "double": 'prompt = "\\n\\n".join(system_messages * 2) + "\\n\\n" + prompt'}),
+}
+MUTANTS = ("drop", "double")
 
 
 def text_in_user_messages(journal: Path) -> list[tuple[int, int]]:
@@ -84,6 +91,47 @@ def test_opencode_hands_its_own_system_prompt_back_as_the_callers_on_the_second_
     assert text.startswith("You are OpenCode") and text.endswith("And 7*8?") and APPEND not in text
 
 
+def test_kimi_code_passes_the_text_in_the_first_prompt_and_its_own_system_prompt_on_the_second(tmp_path):
+    result, journal = run(AGENTS / "isa-second-turn.yaml", KIMI, tmp_path)
+    assert_as_expected(result)
+    assert result.target == f"{RELEASE}+agent=kimi_code+kimi-code@2.1.0"
+    launches = read_launches(launch_journal_path(journal))
+    assert launches[0].argv == ["kimi", "--output-format", "text", "-p", f"{APPEND}\n\nWhat is 6*7?"]
+    assert launches[1].argv[1:4] == ["--output-format", "text", "--continue"]
+    assert launches[1].argv[-1].startswith("You are Kimi Code CLI") and launches[1].argv[-1].endswith("\n\nAnd 7*8?")
+    assert text_per_launch(journal, APPEND) == [1, 0] and text_in_user_messages(journal) == [(1, 1), (2, 1)]
+    history = next(c for c in result.checks if c.check == "history_preserved")
+    assert (history.verdict, history.step) == ("fail", 2) and '"\\n42"' in history.message  # the reply came back as "\n42"
+
+
+def first_user_text(body: dict) -> str:
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else content[0].get("text", "")
+
+
+# Where the CLI compacts (the step: the k-th launch's process), a line of its compaction request, and the caller's
+# text per answered main request (step, occurrences in the messages): once before the compaction, never after it.
+@pytest.mark.parametrize("spec, compacts_at, marker, counts", [
+    (CODEX, 2, "You are performing a CONTEXT CHECKPOINT COMPACTION", [(1, 1), (2, 0), (3, 0)]),
+    (OPENCODE, 1, "You are a context summarization agent", [(1, 1), (1, 0), (2, 0), (3, 0)]),
+])
+def test_auto_compaction_by_usage_numbers_summarizes_the_callers_text_away(tmp_path, spec, compacts_at, marker, counts):
+    result, journal = run(AGENTS / "isa-auto-compaction-then-resume.yaml", spec, tmp_path)
+    assert_as_expected(result)
+    appended = next(c for c in result.checks if c.check == "appended_exactly_once")
+    assert (appended.verdict, appended.step) == ("fail", 1)
+    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    compactions = [r for r in records if r["class"] == "compaction" and r["status"] == 200]
+    assert [r["step"] for r in compactions] == [compacts_at]  # the usage numbers, not a command, set it off
+    compaction = json.loads(compactions[0]["body"])
+    assert marker in json.dumps(compaction) and json.dumps(compaction["messages"]).count(APPEND) == 1
+    assert text_in_user_messages(journal) == counts
+    if spec == CODEX:  # the compacted thread opens with the AGENTS.md the relaunch wrote: Codex's own instructions
+        after = json.loads(next(r["body"] for r in records if r["class"] == "main" and r["step"] == compacts_at))
+        opening = first_user_text(after)
+        assert opening.startswith("# AGENTS.md instructions for") and "You are a coding agent running in the Codex CLI" in opening
+
+
 @pytest.mark.parametrize("spec, scenario, reason", [
     (CODEX, SUITE / "isw-second-turn.yaml", "passes the caller's text in AGENTS.md"),
     (OPENCODE, SUITE / "isw-wrong-answer-then-retry.yaml", "the prompt on stdin"),
@@ -122,21 +170,23 @@ def mutant_repo(tmp_path_factory) -> Path:
     git("add", "-A")
     git("commit", "-qm", "release")
     git("tag", "release")
-    source = repo / "src" / GEMINI_SOURCE
-    released = source.read_text(encoding="utf-8")
-    assert released.count(GEMINI_LINE) == 1
-    for name, line in MUTANTS.items():
+    released = {path: (repo / "src" / path).read_text(encoding="utf-8") for path in SOURCE_LINES}
+    for path, (line, _) in SOURCE_LINES.items():
+        assert released[path].count(line) == 1, path
+    for name in MUTANTS:
         git("checkout", "-q", "release")
-        source.write_text(released.replace(GEMINI_LINE, line), encoding="utf-8")
+        for path, (line, mutants) in SOURCE_LINES.items():
+            (repo / "src" / path).write_text(released[path].replace(line, mutants[name]), encoding="utf-8")
         git("commit", "-qam", name)
         git("tag", name)
     return repo
 
 
+@pytest.mark.parametrize("agent", [GEMINI, KIMI])
 @pytest.mark.parametrize("mutant, count", [("release", 1), ("drop", 0), ("double", 2)])
-def test_a_launcher_that_drops_or_doubles_the_callers_text_fails_the_launch_check(tmp_path, mutant_repo, mutant, count):
+def test_a_launcher_that_drops_or_doubles_the_callers_text_fails_the_launch_check(tmp_path, mutant_repo, agent, mutant, count):
     scenario = AGENTS / "isa-one-launch.yaml"
-    result, journal = run(scenario, f"{GEMINI}+checkout={mutant_repo}#{mutant}", tmp_path)
+    result, journal = run(scenario, f"{agent}+checkout={mutant_repo}#{mutant}", tmp_path)
     assert_as_expected(result)
     assert text_per_launch(journal, load_scenario(scenario).append) == [count]
     assert verdicts(result)["launch_appended_exactly_once"] == ("pass" if mutant == "release" else "fail")

@@ -2,7 +2,7 @@
 
 inspect_swe 0.2.72 ships one launcher per CLI. They share the sample loop
 (attempts, turns) but each re-launches its CLI in its own way; read from the
-release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode)
+release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode, _kimi_code)
 and checked against the launch and request journals:
 
 | agent | found as | the caller's system messages go | incorrect-answer retry | next turn | failed launch |
@@ -11,11 +11,13 @@ and checked against the launch and request journals:
 | codex_cli | `which codex`, then `codex --version` | `AGENTS.md` in the working folder, rewritten each turn | `exec ... PROMPT resume --last` | the same | raises: the sample fails |
 | gemini_cli | `$INSTALL/gemini-cli/node_modules/.bin/gemini` (`node gemini --version` must equal the pinned version) | prefixed to the turn's prompt (argv) | `--resume latest`, the incorrect message alone | `--resume latest`, text + prompt | raises |
 | opencode | `which opencode` | prefixed to the turn's prompt, on stdin | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
+| kimi_code | `which kimi` (else a download from code.kimi.com) | prefixed to the turn's prompt (argv, `-p`) | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
 
-None of the three has a compaction command it could be made to send: a
+None of the four has a compaction command it could be made to send: a
 `/compact` turn is text to the model (codex exec has no slash commands, and
-gemini_cli/opencode prefix the caller's text to it), so a `compact` step cannot
-be expressed. Only claude_code has the bridge-side system-prompt pin, so
+gemini_cli/opencode/kimi_code prefix the caller's text to it), so a `compact`
+step cannot be expressed; the CLIs' own compactions are set off by a step's
+usage numbers. Only claude_code has the bridge-side system-prompt pin, so
 `+pin`/`+no-pin` apply to it alone.
 
 The launch checks read argv. Where an agent's launcher puts the caller's text
@@ -55,7 +57,9 @@ GEMINI_CLI = Agent("gemini_cli", "gemini-cli", "gemini", has_pin=False, text_goe
 OPENCODE = Agent("opencode", "opencode", "opencode", has_pin=False,
                  text_goes="the prompt on stdin (`opencode run` reads it there)", retries_failed_launch=False,
                  has_compaction=False)
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE)}
+KIMI_CODE = Agent("kimi_code", "kimi-code", "kimi", has_pin=False, text_goes="argv", retries_failed_launch=False,
+                  has_compaction=False)
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE, KIMI_CODE)}
 DEFAULT = CLAUDE_CODE.name
 
 

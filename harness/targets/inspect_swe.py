@@ -11,8 +11,8 @@ release ("fails on the release, passes on the branch").
 
 `+agent=` picks which of the release's launchers runs (harness/inspect_swe/agents.py):
 claude_code (the default, whose names carry no `+agent=`), codex_cli,
-gemini_cli or opencode, each launching the harness's own pinned build of its
-CLI (`+codex@`, `+gemini-cli@`, `+opencode@`). The pin is claude_code()'s
+gemini_cli, opencode or kimi_code, each launching the harness's own pinned build of its
+CLI (`+codex@`, `+gemini-cli@`, `+opencode@`, `+kimi-code@`). The pin is claude_code()'s
 alone: the other agents' names carry no pin part, and asking for one is an error.
 """
 
@@ -26,7 +26,7 @@ from harness.errors import InputError
 from harness.execution.launcher import LauncherSteps
 from harness.inspect_swe.agents import AGENTS, CLAUDE_CODE, DEFAULT, OPENCODE
 from harness.inspect_swe.launcher import InspectLauncher, package_root
-from harness.targets import claude_code, codex, gemini_cli, opencode
+from harness.targets import claude_code, codex, gemini_cli, kimi_code, opencode
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
@@ -54,10 +54,11 @@ EVERY_PIN = "*"
 STEP_TIMEOUT_S = 180.0  # one launch, as claude_code() runs it; the eval gets the sum and its own start-up
 AGENT_OPTION = "agent="
 # Each agent's CLI: the family whose pinned build it launches, and how that build is run.
-CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode}
+CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode,
+                "kimi-code": kimi_code}
 CLI_OF = {name: agent.cli for name, agent in AGENTS.items()}
 USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]] "
-         f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode) and the pin claude_code's only "
+         f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode, kimi-code) and the pin claude_code's only "
          f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin, {NAME}@0.2.72+agent=codex_cli+codex@{codex.PINNED_VERSION})")
 
 
@@ -92,11 +93,10 @@ def targets(spec: str) -> list[Target]:
 def cli_argv(agent: str, version: str) -> tuple[str, ...]:
     """The argv prefix of the agent's CLI build, from the harness's own tools folder (installed on first use)."""
     cli = CLI_OF[agent]
-    if cli == "claude-code":
-        return claude_code.cli_command(version)
-    if cli == "gemini-cli":
-        return gemini_cli.cli_command(version)
-    return (CLI_FAMILIES[cli].cli_binary(version),)
+    family = CLI_FAMILIES[cli]
+    if hasattr(family, "cli_command"):  # the CLIs run by node (or a launcher script)
+        return family.cli_command(version)
+    return (family.cli_binary(version),)
 
 
 def parse(spec: str) -> Spec:
@@ -226,5 +226,6 @@ FAMILY = SpecFamily(
            *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting (claude_code only: the others have no pin)"),
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
     # `make tools`: the measured release with claude_code(), and the virtualenv the other agents share.
-    defaults=(f"{NAME}@{MEASURED_VERSION}", f"{NAME}@{MEASURED_VERSION}+agent=codex_cli"),
+    # kimi_code's CLI and its Node.js are npm packages of their own, installed apart from that virtualenv.
+    defaults=(f"{NAME}@{MEASURED_VERSION}", f"{NAME}@{MEASURED_VERSION}+agent=codex_cli", f"{NAME}@{MEASURED_VERSION}+agent=kimi_code"),
 )
