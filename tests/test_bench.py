@@ -152,8 +152,12 @@ def test_overhead_of_one_round_on_the_reference(tmp_path):
     got = overhead.measure(scenario, target, 1, tmp_path)
     assert got["steps"] == 4 and got["rounds"] == 1
     assert len(got["bare_per_step_s"]) == 4 and all(0 < s < 10 for s in got["bare_per_step_s"])
-    # The bare processes are the harness's own steps: the harness cannot take less than half their time.
-    assert 0.5 < got["ratio"] < 10 and 0.5 < got["ratio_no_netns"] < 10
+    # The figures are the raw walls' ratios (no bound on them: one round on a shared machine says nothing about
+    # speed, which make bench reports; a bound here failed a CI run whose other core was busy).
+    raw = got["raw"]
+    assert got["ratio"] > 0 and got["ratio"] == pytest.approx(raw["harness_s"][0] / raw["bare_s"][0], abs=1e-3)
+    assert got["ratio_no_netns"] > 0
+    assert got["ratio_no_netns"] == pytest.approx(raw["harness_no_netns_s"][0] / raw["bare_s"][0], abs=1e-3)
     assert not any(tmp_path.glob("snapshot-*")), "the recorded workspace's snapshot was left behind"
 
 
