@@ -1,8 +1,8 @@
-"""inspect_swe's other agents (codex_cli, gemini_cli, opencode, kimi_code) in a real `inspect eval`, launching the harness's CLI builds.
+"""inspect_swe's other agents (codex_cli, gemini_cli, opencode, kimi_code, mini_swe_agent) in a real `inspect eval`, launching the harness's CLI builds.
 
 Real parts only, as in test_inspect_swe.py (whose helpers these reuse): the
 release's agents virtualenv (inspect-ai, the SDKs its bridge needs), the
-pinned Codex, Gemini CLI, opencode and Kimi Code builds behind the recording shim, the
+pinned Codex, Gemini CLI, opencode, Kimi Code and mini-swe-agent builds behind the recording shim, the
 fake API on 127.0.0.1. Verdicts must equal the scenarios' measured
 expectations, and what they rest on is read again from the raw journals. The
 last tests run a patched release (+checkout=REPO#REV: a git repository of the
@@ -28,11 +28,13 @@ from test_inspect_swe import assert_as_expected, run, text_per_launch, verdicts
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE, AGENTS = ROOT / "scenarios" / "inspect-swe", ROOT / "scenarios" / "inspect-swe-agents"
+MINI_SUITE = ROOT / "scenarios" / "inspect-swe-mini"  # replies that end mini-swe-agent's turn
 RELEASE = f"inspect-swe@{MEASURED_VERSION}"
-CODEX, GEMINI, OPENCODE, KIMI = (f"{RELEASE}+agent={name}" for name in ("codex_cli", "gemini_cli", "opencode", "kimi_code"))
+CODEX, GEMINI, OPENCODE, KIMI, MINI = (f"{RELEASE}+agent={name}" for name in
+                                       ("codex_cli", "gemini_cli", "opencode", "kimi_code", "mini_swe_agent"))
 APPEND = "Task prompt: answer with one number. Never use tools."
-# The one line of gemini_cli() and of kimi_code() that puts the caller's system messages in front of the turn's
-# prompt, and two mutants of each: each mutant commit changes both agents' lines.
+# The one line of gemini_cli(), kimi_code() and mini_swe_agent() that puts the caller's system messages in front of
+# the turn's prompt, and two mutants of each: each mutant commit changes every agent's line.
 SOURCE_LINES = {
     Path("inspect_swe") / "_gemini_cli" / "gemini_cli.py": (
         'prompt = f"{combined_system}\\n\\n{prompt}"',
@@ -40,6 +42,9 @@ SOURCE_LINES = {
     Path("inspect_swe") / "_kimi_code" / "kimi_code.py": (
         'prompt = "\\n\\n".join(system_messages) + "\\n\\n" + prompt',
         {"drop": "prompt = prompt", "double": 'prompt = "\\n\\n".join(system_messages * 2) + "\\n\\n" + prompt'}),
+    Path("inspect_swe") / "_mini_swe_agent" / "mini_swe_agent.py": (  # inside `prompt = (...)`
+        'f"System instructions:\\n{system_context}\\n\\nTask:\\n{prompt}"',
+        {"drop": "prompt", "double": 'f"System instructions:\\n{system_context}\\n\\n{system_context}\\n\\nTask:\\n{prompt}"'}),
 }
 MUTANTS = ("drop", "double")
 
@@ -104,6 +109,30 @@ def test_kimi_code_passes_the_text_in_the_first_prompt_and_its_own_system_prompt
     assert (history.verdict, history.step) == ("fail", 2) and '"\\n42"' in history.message  # the reply came back as "\n42"
 
 
+def test_mini_swe_agent_passes_the_text_in_the_first_task_and_its_own_system_prompt_on_the_second(tmp_path):
+    result, journal = run(MINI_SUITE / "isa-submit-second-turn.yaml", MINI, tmp_path)
+    assert_as_expected(result)
+    assert result.target == f"{RELEASE}+agent=mini_swe_agent+mini-swe-agent@2.2.3"
+    launches = read_launches(launch_journal_path(journal))
+    head = ["mini", "--yolo", "--exit-immediately", "--agent-class", "resumable_agent.ResumableAgent", "--output"]
+    assert [launch.argv[:6] for launch in launches] == [head, head]
+    assert launches[0].argv[6] == launches[1].argv[6] and launches[0].argv[6].startswith("/var/tmp/.mini-swe-trajectory-")
+    assert launches[0].argv[7:] == ["--task", f"System instructions:\n{APPEND}\n\nTask:\nWhat is 6*7?"]
+    own = "You are a helpful assistant that can interact with a computer."  # mini's system prompt, back as the caller's
+    assert launches[1].argv[7:] == ["--task", f"System instructions:\n{own}\n\nTask:\nAnd 7*8?"]
+    assert text_per_launch(journal, APPEND) == [1, 0] and text_in_user_messages(journal) == [(1, 1), (2, 1)]
+    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    assert [r["class"] for r in records] == ["main", "main"]  # litellm's price map stays local: nothing outbound
+    resumed = json.loads(records[1]["body"])  # MSWEA_RESUME: the first run's trajectory, then the new task
+    assert [m["role"] for m in resumed["messages"]] == ["user", "assistant", "user"]
+    reply = resumed["messages"][1]["content"]  # the reply's text; its submit tool call stripped (never answered)
+    assert [(block["type"], block.get("text")) for block in reply] == [("text", "42")]
+    assert resumed["messages"][2]["content"][0]["text"].endswith(
+        "When you are done, submit by running: `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`")
+    history = next(c for c in result.checks if c.check == "history_preserved")
+    assert (history.verdict, history.step) == ("fail", 2) and "at history item 2 of 3" in history.message
+
+
 def first_user_text(body: dict) -> str:
     content = body["messages"][0]["content"]
     return content if isinstance(content, str) else content[0].get("text", "")
@@ -137,6 +166,7 @@ def test_auto_compaction_by_usage_numbers_summarizes_the_callers_text_away(tmp_p
     (OPENCODE, SUITE / "isw-wrong-answer-then-retry.yaml", "the prompt on stdin"),
     (GEMINI, SUITE / "isw-uncaught-error-retry.yaml", "gemini_cli() does not relaunch after a failed launch"),
     (GEMINI, SUITE / "isw-wrong-answer-compact-resume.yaml", "gemini_cli() has no compaction command"),
+    (MINI, SUITE / "isw-second-turn.yaml", "the only way mini-swe-agent ends a turn"),  # its replies are text
 ])
 def test_what_an_agent_cannot_be_made_to_do_is_refused_before_anything_runs(tmp_path, spec, scenario, reason):
     result, journal = run(scenario, spec, tmp_path)
@@ -182,10 +212,12 @@ def mutant_repo(tmp_path_factory) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("agent", [GEMINI, KIMI])
+# mini-swe-agent ends a turn only on its submit command: its one launch replies with it (isa-submit-one-launch).
+@pytest.mark.parametrize("agent, scenario", [(GEMINI, AGENTS / "isa-one-launch.yaml"), (KIMI, AGENTS / "isa-one-launch.yaml"),
+                                             (MINI, MINI_SUITE / "isa-submit-one-launch.yaml")])
 @pytest.mark.parametrize("mutant, count", [("release", 1), ("drop", 0), ("double", 2)])
-def test_a_launcher_that_drops_or_doubles_the_callers_text_fails_the_launch_check(tmp_path, mutant_repo, agent, mutant, count):
-    scenario = AGENTS / "isa-one-launch.yaml"
+def test_a_launcher_that_drops_or_doubles_the_callers_text_fails_the_launch_check(tmp_path, mutant_repo, agent, scenario,
+                                                                                   mutant, count):
     result, journal = run(scenario, f"{agent}+checkout={mutant_repo}#{mutant}", tmp_path)
     assert_as_expected(result)
     assert text_per_launch(journal, load_scenario(scenario).append) == [count]

@@ -2,7 +2,7 @@
 
 inspect_swe 0.2.72 ships one launcher per CLI. They share the sample loop
 (attempts, turns) but each re-launches its CLI in its own way; read from the
-release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode, _kimi_code)
+release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode, _kimi_code, _mini_swe_agent)
 and checked against the launch and request journals:
 
 | agent | found as | the caller's system messages go | incorrect-answer retry | next turn | failed launch |
@@ -12,10 +12,17 @@ and checked against the launch and request journals:
 | gemini_cli | `$INSTALL/gemini-cli/node_modules/.bin/gemini` (`node gemini --version` must equal the pinned version) | prefixed to the turn's prompt (argv) | `--resume latest`, the incorrect message alone | `--resume latest`, text + prompt | raises |
 | opencode | `which opencode` | prefixed to the turn's prompt, on stdin | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
 | kimi_code | `which kimi` (else a download from code.kimi.com) | prefixed to the turn's prompt (argv, `-p`) | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
+| mini_swe_agent | `which mini` with `version="sandbox"` (else wheels it downloads) | `--task`: "System instructions:", the text, "Task:", the prompt (argv) | `MSWEA_RESUME=true`, `--task` the incorrect message alone | `MSWEA_RESUME=true`, text + prompt | raises |
 
-None of the four has a compaction command it could be made to send: a
+mini-swe-agent 2.x (litellm, one `bash` tool) ends a turn only when the model
+runs `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` through that tool; a text
+reply is answered with a format error and another request, without end
+(measured: 100 requests, then the fake API's refusal). A scenario whose steps
+do not end on that tool call cannot be expressed for it (`submit`).
+
+None of the five has a compaction command it could be made to send: a
 `/compact` turn is text to the model (codex exec has no slash commands, and
-gemini_cli/opencode/kimi_code prefix the caller's text to it), so a `compact`
+gemini_cli/opencode/kimi_code/mini_swe_agent prefix the caller's text to it), so a `compact`
 step cannot be expressed; the CLIs' own compactions are set off by a step's
 usage numbers. Only claude_code has the bridge-side system-prompt pin, so
 `+pin`/`+no-pin` apply to it alone.
@@ -32,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.checks.launches import NAMES as LAUNCH_CHECKS
-from harness.scenario.model import Scenario
+from harness.scenario.model import Scenario, Step, ToolUseBlock
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,9 @@ class Agent:
     retries_failed_launch: bool  # an uncaught error relaunches the CLI with the same prompt
     has_compaction: bool  # a `/compact` turn compacts
     prompt_flags: tuple[str, ...] = ()  # the CLI's system-prompt options as the launcher passes them
+    # (tool, line): the CLI ends a turn only when the model calls that tool with a command printing that line;
+    # a step whose last reply does not cannot end. None: a text reply ends the turn.
+    submit: tuple[str, str] | None = None
 
 
 CLAUDE_CODE = Agent("claude_code", "claude-code", "claude", has_pin=True, text_goes="argv", retries_failed_launch=True,
@@ -59,7 +69,10 @@ OPENCODE = Agent("opencode", "opencode", "opencode", has_pin=False,
                  has_compaction=False)
 KIMI_CODE = Agent("kimi_code", "kimi-code", "kimi", has_pin=False, text_goes="argv", retries_failed_launch=False,
                   has_compaction=False)
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE, KIMI_CODE)}
+MINI_SWE_AGENT = Agent("mini_swe_agent", "mini-swe-agent", "mini", has_pin=False, text_goes="argv",
+                       retries_failed_launch=False, has_compaction=False,
+                       submit=("bash", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE, KIMI_CODE, MINI_SWE_AGENT)}
 DEFAULT = CLAUDE_CODE.name
 
 
@@ -79,4 +92,19 @@ def agent_problems(agent: Agent, scenario: Scenario) -> list[str]:
         if (previous is not None and previous.scripts_an_error and step.kind == "retry"
                 and not agent.retries_failed_launch):
             problems.append(f"{where}: {agent.name}() does not relaunch after a failed launch, it raises and the sample fails")
+    if agent.submit is not None:
+        tool, command = agent.submit
+        unended = [str(step.index) for step in scenario.steps
+                   if step.kind != "compact" and step.error is None and not _submits(step, agent.submit)]
+        if unended:
+            problems.append(f"step(s) {', '.join(unended)}: the last reply does not call the {tool} tool with `{command}`, "
+                            f"the only way {agent.cli} ends a turn (a text reply gets a format error and another "
+                            f"request, without end; scenarios/inspect-swe-mini/isa-submit-*.yaml reply so)")
     return problems
+
+
+def _submits(step: Step, submit: tuple[str, str]) -> bool:
+    tool, command = submit
+    last = step.turns[-1] if step.turns else None
+    return last is not None and any(isinstance(block, ToolUseBlock) and block.name == tool
+                                    and command in str(block.input.get("command", "")) for block in last.blocks)

@@ -70,6 +70,10 @@ elif PLAN["agent"] == "gemini_cli":
         encoding="utf-8")
     os.chmod(_bin / "gemini", 0o755)
     OPTIONS["version"] = PLAN["cli_version"]
+elif PLAN["agent"] == "mini_swe_agent":
+    # mini_swe_agent() downloads mini-swe-agent's wheels (and uv) unless told to use the sandbox's: then it runs
+    # what `which mini` finds, the recording shim in front of the harness's own install.
+    OPTIONS["version"] = "sandbox"
 
 _retries = list(PLAN["incorrect_messages"])
 
