@@ -50,7 +50,7 @@ $(STAMP): pyproject.toml
 # build (the older one refuses the turn instead of compacting); the code-puppy suite against both code-puppy
 # releases (every format and memory setting on the pinned one) and the pydantic-ai example; the inspect-swe suite
 # on the measured release with both Claude Code builds, pin on and off, and the fix commit (auto-compaction with
-# the pinned build only, as above); inspect_swe's codex_cli, gemini_cli and opencode agents; the common set
+# the pinned build only, as above); inspect_swe's codex_cli, gemini_cli, opencode, kimi_code, mini_swe_agent and antigravity agents; the common set
 # (launch, retry, compaction, resume) on Codex, Gemini CLI, Qwen Code, opencode, Claude Code and both Claude Agent
 # SDKs under every launch policy; the Agent SDKs' own suite (launch checks, fork, continue); and Gemini CLI's and
 # Codex's compaction by usage numbers. Exit 0 when every verdict matches the scenarios' expectations; a failed run

@@ -2,7 +2,8 @@
 
 inspect_swe 0.2.72 ships one launcher per CLI. They share the sample loop
 (attempts, turns) but each re-launches its CLI in its own way; read from the
-release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode, _kimi_code, _mini_swe_agent)
+release's source (site-packages/inspect_swe/_codex_cli, _gemini_cli, _opencode, _kimi_code, _mini_swe_agent,
+_antigravity)
 and checked against the launch and request journals:
 
 | agent | found as | the caller's system messages go | incorrect-answer retry | next turn | failed launch |
@@ -13,6 +14,7 @@ and checked against the launch and request journals:
 | opencode | `which opencode` | prefixed to the turn's prompt, on stdin | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
 | kimi_code | `which kimi` (else a download from code.kimi.com) | prefixed to the turn's prompt (argv, `-p`) | `--continue`, the incorrect message alone | `--continue`, text + prompt | raises |
 | mini_swe_agent | `which mini` with `version="sandbox"` (else wheels it downloads) | `--task`: "System instructions:", the text, "Task:", the prompt (argv) | `MSWEA_RESUME=true`, `--task` the incorrect message alone | `MSWEA_RESUME=true`, text + prompt | raises |
+| antigravity | the first of `/opt/venv/bin/python`, `python3`, `python` that imports google.antigravity (else a pip install) | request.json's `system_instructions`, read by `python runner.py --config request.json` | none: it takes no `attempts` | the saved conversation id, the sample's system messages again | raises |
 
 mini-swe-agent 2.x (litellm, one `bash` tool) ends a turn only when the model
 runs `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` through that tool; a text
@@ -20,9 +22,10 @@ reply is answered with a format error and another request, without end
 (measured: 100 requests, then the fake API's refusal). A scenario whose steps
 do not end on that tool call cannot be expressed for it (`submit`).
 
-None of the five has a compaction command it could be made to send: a
-`/compact` turn is text to the model (codex exec has no slash commands, and
-gemini_cli/opencode/kimi_code/mini_swe_agent prefix the caller's text to it), so a `compact`
+None of the six has a compaction command it could be made to send: a
+`/compact` turn is text to the model (codex exec has no slash commands,
+gemini_cli/opencode/kimi_code/mini_swe_agent prefix the caller's text to it, and
+antigravity's SDK sends the prompt as a chat message), so a `compact`
 step cannot be expressed; the CLIs' own compactions are set off by a step's
 usage numbers. Only claude_code has the bridge-side system-prompt pin, so
 `+pin`/`+no-pin` apply to it alone.
@@ -55,6 +58,7 @@ class Agent:
     # (tool, line): the CLI ends a turn only when the model calls that tool with a command printing that line;
     # a step whose last reply does not cannot end. None: a text reply ends the turn.
     submit: tuple[str, str] | None = None
+    has_attempts: bool = True  # takes `attempts=` (incorrect-answer retries)
 
 
 CLAUDE_CODE = Agent("claude_code", "claude-code", "claude", has_pin=True, text_goes="argv", retries_failed_launch=True,
@@ -72,7 +76,10 @@ KIMI_CODE = Agent("kimi_code", "kimi-code", "kimi", has_pin=False, text_goes="ar
 MINI_SWE_AGENT = Agent("mini_swe_agent", "mini-swe-agent", "mini", has_pin=False, text_goes="argv",
                        retries_failed_launch=False, has_compaction=False,
                        submit=("bash", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE, KIMI_CODE, MINI_SWE_AGENT)}
+ANTIGRAVITY = Agent("antigravity", "google-antigravity", "antigravity-python", has_pin=False,
+                    text_goes="request.json (its `system_instructions`, which the runner reads)",
+                    retries_failed_launch=False, has_compaction=False, has_attempts=False)
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX_CLI, GEMINI_CLI, OPENCODE, KIMI_CODE, MINI_SWE_AGENT, ANTIGRAVITY)}
 DEFAULT = CLAUDE_CODE.name
 
 
@@ -92,6 +99,8 @@ def agent_problems(agent: Agent, scenario: Scenario) -> list[str]:
         if (previous is not None and previous.scripts_an_error and step.kind == "retry"
                 and not agent.retries_failed_launch):
             problems.append(f"{where}: {agent.name}() does not relaunch after a failed launch, it raises and the sample fails")
+        elif previous is not None and step.kind == "retry" and not agent.has_attempts:
+            problems.append(f"{where}: {agent.name}() takes no `attempts`: it never retries after an incorrect answer")
     if agent.submit is not None:
         tool, command = agent.submit
         unended = [str(step.index) for step in scenario.steps

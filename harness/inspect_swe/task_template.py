@@ -32,6 +32,7 @@ import inspect_swe  # noqa: E402 - after the pin switch, which claude_code() rea
 
 AGENT = getattr(inspect_swe, PLAN["agent"])
 OPTIONS = {}
+TAKES_ATTEMPTS = True
 
 if PLAN["agent"] == "codex_cli":
     # codex_cli() asks `codex --version` through the sandbox before the first launch: through the recording shim that
@@ -74,6 +75,36 @@ elif PLAN["agent"] == "mini_swe_agent":
     # mini_swe_agent() downloads mini-swe-agent's wheels (and uv) unless told to use the sandbox's: then it runs
     # what `which mini` finds, the recording shim in front of the harness's own install.
     OPTIONS["version"] = "sandbox"
+elif PLAN["agent"] == "antigravity":
+    # antigravity() runs its runner with the first of /opt/venv/bin/python, python3, python that can import
+    # google.antigravity, else pip-installs the SDK into /var/tmp (network). Inspect's local sandbox runs each probe
+    # as a host subprocess: the missing /opt/venv/bin/python raises FileNotFoundError there (a container's exec
+    # fails softly), and python3/python are the host's. A workaround of the local sandbox: the candidates become one
+    # script in the run's private /var/tmp that answers antigravity()'s own import probe with the harness's SDK
+    # python, unrecorded, and hands every other call (the runner's launch) to the recording shim on PATH.
+    import shlex
+
+    import inspect_swe._antigravity.agentbinary as antigravity_binary
+    from inspect_swe._util.sandbox import SANDBOX_INSTALL_DIR
+
+    if not hasattr(antigravity_binary, "_CANDIDATE_PYTHONS") or not hasattr(antigravity_binary, "_IMPORT_CHECK"):
+        raise RuntimeError("antigravity: this inspect_swe has no _CANDIDATE_PYTHONS/_IMPORT_CHECK to point at the SDK")
+    _shim = shutil.which("antigravity-python")
+    if _shim is None:
+        raise RuntimeError("antigravity: no recording shim named antigravity-python on PATH")
+    _python = Path(SANDBOX_INSTALL_DIR) / "antigravity-sdk" / "python"
+    _python.parent.mkdir(parents=True, exist_ok=True)
+    _python.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$#" -eq 2 ] && [ "$1" = -c ] && [ "$2" = {shlex.quote(antigravity_binary._IMPORT_CHECK)} ]; then\n'
+        f'  exec {shlex.join(PLAN["real_cli"])} "$@"\n'
+        "fi\n"
+        f'exec {shlex.quote(_shim)} "$@"\n',
+        encoding="utf-8")
+    os.chmod(_python, 0o755)
+    antigravity_binary._CANDIDATE_PYTHONS = (str(_python),)
+    OPTIONS["version"] = PLAN["cli_version"]
+    TAKES_ATTEMPTS = False  # antigravity() has no `attempts` (the plan refuses incorrect-answer retries for it)
 
 _retries = list(PLAN["incorrect_messages"])
 
@@ -113,11 +144,9 @@ def user_turn(text):
 
 @task
 def harness_scenario():
-    agent = AGENT(
-        attempts=AgentAttempts(attempts=PLAN["attempts"], incorrect_message=incorrect_message),
-        cwd=PLAN["cwd"],
-        **OPTIONS,
-    )
+    if TAKES_ATTEMPTS:
+        OPTIONS["attempts"] = AgentAttempts(attempts=PLAN["attempts"], incorrect_message=incorrect_message)
+    agent = AGENT(cwd=PLAN["cwd"], **OPTIONS)
     solvers = [as_solver(agent)]
     for text in PLAN["turns"][1:]:
         solvers += [user_turn(text), as_solver(agent)]

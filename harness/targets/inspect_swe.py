@@ -11,8 +11,9 @@ release ("fails on the release, passes on the branch").
 
 `+agent=` picks which of the release's launchers runs (harness/inspect_swe/agents.py):
 claude_code (the default, whose names carry no `+agent=`), codex_cli,
-gemini_cli, opencode, kimi_code or mini_swe_agent, each launching the harness's own pinned build of its
-CLI (`+codex@`, `+gemini-cli@`, `+opencode@`, `+kimi-code@`, `+mini-swe-agent@`). The pin is claude_code()'s
+gemini_cli, opencode, kimi_code, mini_swe_agent or antigravity, each launching the harness's own pinned
+build of its CLI (`+codex@`, `+gemini-cli@`, `+opencode@`, `+kimi-code@`, `+mini-swe-agent@`; antigravity's SDK
+`+google-antigravity@`). The pin is claude_code()'s
 alone: the other agents' names carry no pin part, and asking for one is an error.
 """
 
@@ -26,7 +27,7 @@ from harness.errors import InputError
 from harness.execution.launcher import LauncherSteps
 from harness.inspect_swe.agents import AGENTS, CLAUDE_CODE, DEFAULT, MINI_SWE_AGENT, OPENCODE
 from harness.inspect_swe.launcher import InspectLauncher, package_root
-from harness.targets import claude_code, codex, gemini_cli, kimi_code, mini_swe_agent, opencode
+from harness.targets import antigravity, claude_code, codex, gemini_cli, kimi_code, mini_swe_agent, opencode
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
@@ -55,10 +56,11 @@ STEP_TIMEOUT_S = 180.0  # one launch, as claude_code() runs it; the eval gets th
 AGENT_OPTION = "agent="
 # Each agent's CLI: the family whose pinned build it launches, and how that build is run.
 CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode,
-                "kimi-code": kimi_code, "mini-swe-agent": mini_swe_agent}
+                "kimi-code": kimi_code, "mini-swe-agent": mini_swe_agent, "google-antigravity": antigravity}
 CLI_OF = {name: agent.cli for name, agent in AGENTS.items()}
 USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]] "
-         f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode, kimi-code, mini-swe-agent) and the pin claude_code's only "
+         f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode, kimi-code, mini-swe-agent, google-antigravity) "
+         f"and the pin claude_code's only "
          f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin, {NAME}@0.2.72+agent=codex_cli+codex@{codex.PINNED_VERSION})")
 
 
@@ -94,7 +96,7 @@ def cli_argv(agent: str, version: str) -> tuple[str, ...]:
     """The argv prefix of the agent's CLI build, from the harness's own tools folder (installed on first use)."""
     cli = CLI_OF[agent]
     family = CLI_FAMILIES[cli]
-    if hasattr(family, "cli_command"):  # the CLIs run by node (or a launcher script)
+    if hasattr(family, "cli_command"):  # the CLIs run by node (or a launcher script), antigravity's SDK by its python
         return family.cli_command(version)
     return (family.cli_binary(version),)
 
@@ -228,8 +230,8 @@ FAMILY = SpecFamily(
            *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting (claude_code only: the others have no pin)"),
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
     # `make tools`: the measured release with claude_code(), and the virtualenv the other agents share.
-    # kimi_code's CLI and its Node.js are npm packages of their own, and mini_swe_agent's mini-swe-agent a
-    # virtualenv of its own, installed apart from that virtualenv.
-    defaults=(f"{NAME}@{MEASURED_VERSION}", f"{NAME}@{MEASURED_VERSION}+agent=codex_cli", f"{NAME}@{MEASURED_VERSION}+agent=kimi_code",
-              f"{NAME}@{MEASURED_VERSION}+agent=mini_swe_agent"),
+    # kimi_code's CLI and its Node.js are npm packages of their own; mini_swe_agent's mini-swe-agent and
+    # antigravity's SDK (its engine inside) each a virtualenv of its own, installed apart from that virtualenv.
+    defaults=(f"{NAME}@{MEASURED_VERSION}", *(f"{NAME}@{MEASURED_VERSION}+agent={agent}"
+                                            for agent in ("codex_cli", "kimi_code", "mini_swe_agent", "antigravity"))),
 )
