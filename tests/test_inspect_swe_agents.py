@@ -46,7 +46,6 @@ SOURCE_LINES = {
         'f"System instructions:\\n{system_context}\\n\\nTask:\\n{prompt}"',
         {"drop": "prompt", "double": 'f"System instructions:\\n{system_context}\\n\\n{system_context}\\n\\nTask:\\n{prompt}"'}),
 }
-MUTANTS = ("drop", "double")
 
 
 def text_in_user_messages(journal: Path) -> list[tuple[int, int]]:
@@ -184,12 +183,15 @@ def test_the_pin_is_claude_codes_alone():
 # ---------------------------------------------------------------------------------------- a launcher that drops or doubles
 
 
-@pytest.fixture(scope="module")
-def mutant_repo(tmp_path_factory) -> Path:
-    """The installed release's inspect_swe as a git repository: `release`, then one commit per mutant of one line."""
-    (target,) = resolve_target(GEMINI)
+def mutant_repository(folder: Path, spec: str, source_lines: dict[Path, tuple[str, dict[str, str]]]) -> Path:
+    """The installed release's inspect_swe as a git repository: `release`, then a commit per mutant name.
+
+    `source_lines`: per source file, the release's one line and its replacement in each mutant (every mutant
+    commit changes every file's line).
+    """
+    (target,) = resolve_target(spec)
     installed = next((target.executor.launcher.venv / "lib").glob("python*/site-packages/inspect_swe"))
-    repo = tmp_path_factory.mktemp("inspect-swe-mutants") / "repo"
+    repo = folder / "repo"
     shutil.copytree(installed, repo / "src" / "inspect_swe", ignore=shutil.ignore_patterns("__pycache__"))
 
     def git(*args: str) -> None:
@@ -200,16 +202,21 @@ def mutant_repo(tmp_path_factory) -> Path:
     git("add", "-A")
     git("commit", "-qm", "release")
     git("tag", "release")
-    released = {path: (repo / "src" / path).read_text(encoding="utf-8") for path in SOURCE_LINES}
-    for path, (line, _) in SOURCE_LINES.items():
+    released = {path: (repo / "src" / path).read_text(encoding="utf-8") for path in source_lines}
+    for path, (line, _) in source_lines.items():
         assert released[path].count(line) == 1, path
-    for name in MUTANTS:
+    for name in {name for _, mutants in source_lines.values() for name in mutants}:
         git("checkout", "-q", "release")
-        for path, (line, mutants) in SOURCE_LINES.items():
+        for path, (line, mutants) in source_lines.items():
             (repo / "src" / path).write_text(released[path].replace(line, mutants[name]), encoding="utf-8")
         git("commit", "-qam", name)
         git("tag", name)
     return repo
+
+
+@pytest.fixture(scope="module")
+def mutant_repo(tmp_path_factory) -> Path:
+    return mutant_repository(tmp_path_factory.mktemp("inspect-swe-mutants"), GEMINI, SOURCE_LINES)
 
 
 # mini-swe-agent ends a turn only on its submit command: its one launch replies with it (isa-submit-one-launch).

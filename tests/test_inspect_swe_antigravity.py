@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from harness.results import CANNOT_EXPRESS
 from harness.targets import resolve_target
 from harness.targets.inspect_swe import MEASURED_VERSION
 from test_inspect_swe import assert_as_expected, run, verdicts
+from test_inspect_swe_agents import mutant_repository
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS, SUITE = ROOT / "scenarios" / "inspect-swe-agents", ROOT / "scenarios" / "inspect-swe"
@@ -106,28 +106,7 @@ def test_what_antigravity_cannot_be_made_to_do_is_refused_before_anything_runs(t
 
 @pytest.fixture(scope="module")
 def mutant_repo(tmp_path_factory) -> Path:
-    """The installed release's inspect_swe as a git repository: `release`, then one commit per mutant of LINE."""
-    (target,) = resolve_target(ANTIGRAVITY)
-    installed = next((target.executor.launcher.venv / "lib").glob("python*/site-packages/inspect_swe"))
-    repo = tmp_path_factory.mktemp("antigravity-mutants") / "repo"
-    shutil.copytree(installed, repo / "src" / "inspect_swe", ignore=shutil.ignore_patterns("__pycache__"))
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
-                       capture_output=True)
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "release")
-    git("tag", "release")
-    released = (repo / "src" / SOURCE).read_text(encoding="utf-8")
-    assert released.count(LINE) == 1
-    for name, line in MUTANTS.items():
-        git("checkout", "-q", "release")
-        (repo / "src" / SOURCE).write_text(released.replace(LINE, line), encoding="utf-8")
-        git("commit", "-qam", name)
-        git("tag", name)
-    return repo
+    return mutant_repository(tmp_path_factory.mktemp("antigravity-mutants"), ANTIGRAVITY, {SOURCE: (LINE, MUTANTS)})
 
 
 @pytest.mark.parametrize("mutant, count", [("release", 1), ("drop", 0), ("double", 2)])
