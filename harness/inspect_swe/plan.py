@@ -31,6 +31,7 @@ class Plan:
     system: str | None  # the caller's system message (the scenario's appended text)
     turns: list[str] = field(default_factory=list)  # the user message of each run of the agent
     attempts: int = 1  # claude_code(attempts=...): launches per turn, counting incorrect-answer retries
+    takes_attempts: bool = True  # the agent has an `attempts` parameter at all (antigravity() has none)
     incorrect_messages: list[str] = field(default_factory=list)  # in the order the retries happen
     wrong_answers: list[str] = field(default_factory=list)  # replies the scorer calls incorrect
     pin: bool = True  # inspect_swe's bridge-side system-prompt pin left in place
@@ -57,7 +58,7 @@ def final_reply(step: Step) -> str | None:
 
 def plan_of(scenario: Scenario, *, pin: bool, cwd: str, agent: str = DEFAULT) -> tuple[Plan, list[str]]:
     """The plan, and what in the scenario the launcher cannot express (empty when it can run it)."""
-    plan = Plan(system=scenario.append, pin=pin, cwd=cwd, agent=agent)
+    plan = Plan(system=scenario.append, pin=pin, cwd=cwd, agent=agent, takes_attempts=AGENTS[agent].has_attempts)
     problems: list[str] = agent_problems(AGENTS[agent], scenario)
     changed = [step.index for step in scenario.steps if step.append is not None]
     if changed:

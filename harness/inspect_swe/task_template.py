@@ -32,7 +32,6 @@ import inspect_swe  # noqa: E402 - after the pin switch, which claude_code() rea
 
 AGENT = getattr(inspect_swe, PLAN["agent"])
 OPTIONS = {}
-TAKES_ATTEMPTS = True
 
 if PLAN["agent"] == "codex_cli":
     # codex_cli() asks `codex --version` through the sandbox before the first launch: through the recording shim that
@@ -104,7 +103,6 @@ elif PLAN["agent"] == "antigravity":
     os.chmod(_python, 0o755)
     antigravity_binary._CANDIDATE_PYTHONS = (str(_python),)
     OPTIONS["version"] = PLAN["cli_version"]
-    TAKES_ATTEMPTS = False  # antigravity() has no `attempts` (the plan refuses incorrect-answer retries for it)
 
 _retries = list(PLAN["incorrect_messages"])
 
@@ -144,7 +142,7 @@ def user_turn(text):
 
 @task
 def harness_scenario():
-    if TAKES_ATTEMPTS:
+    if PLAN["takes_attempts"]:  # antigravity() has none (the plan refuses incorrect-answer retries for it)
         OPTIONS["attempts"] = AgentAttempts(attempts=PLAN["attempts"], incorrect_message=incorrect_message)
     agent = AGENT(cwd=PLAN["cwd"], **OPTIONS)
     solvers = [as_solver(agent)]
