@@ -50,8 +50,7 @@ class ChecksReader:
             if not declared[APPEND_CHECK]:
                 raise self.file.error(
                     f"the default checks include {APPEND_CHECK!r}, which needs "
-                    f"{NEEDS[APPEND_CHECK]}: add a top-level 'append:' "
-                    "or list 'checks:' without it",
+                    f"{NEEDS[APPEND_CHECK]}, or list 'checks:' without it",
                     doc.line,
                     "",
                 )
