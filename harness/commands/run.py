@@ -86,13 +86,22 @@ def _plan(args: argparse.Namespace, project) -> tuple[list, list[str]]:
                               args.workers or suite.workers or project.workers))
         return parts, []
     specs, notes = args.target, []
+    scenarios = load_library(args.paths or project.scenario_paths(), project)
+    parts = []
     if not specs:
+        # A catalog entry runs on its own targets (its affected and fixed releases); --target overrides them all.
+        for incident in [s for s in scenarios if s.incident is not None]:
+            own = list(incident.incident.targets)
+            parts.append(Part(None, [incident], resolve_targets(own, target_file_from_working_tree=from_tree), own,
+                              args.workers or project.workers))
+        scenarios = [s for s in scenarios if s.incident is None]
+        if not scenarios:
+            return parts, notes
         specs = project.target_specs()
         if not specs:
             specs, notes = ["reference"], [DEFAULT_TARGET_NOTE]
-    scenarios = load_library(args.paths or project.scenario_paths(), project)
     targets = resolve_targets(specs, target_file_from_working_tree=from_tree)
-    return [Part(None, scenarios, targets, specs, args.workers or project.workers)], notes
+    return [*parts, Part(None, scenarios, targets, specs, args.workers or project.workers)], notes
 
 
 def _say_harness_failure(results) -> None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Union
+from typing import TYPE_CHECKING, Mapping, Union
+
+if TYPE_CHECKING:
+    from harness.scenario.incident import Incident
 
 STEP_KINDS = ("launch", "resume", "retry", "compact")
 # How a later step reaches the session, besides naming it by id (the default): the agent's most recent session in
@@ -161,6 +164,7 @@ class Scenario:
     workdir: str = "plain"  # one of WORKDIR_KINDS: "git" makes the working directory a repository
     temporary: tuple[str, ...] = ()  # texts the agent adds to every run that must stay out of the prefix and history
     min_cache_reuse: float | None = None  # the cache_reuse check's floor: cached / prompt tokens after the first step
+    incident: Incident | None = None  # a catalog entry's source, releases and default targets (scenario/incident.py)
 
     @property
     def prefix_changes(self) -> dict[int, str]:

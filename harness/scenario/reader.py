@@ -17,6 +17,7 @@ from harness.documents.located import LocatedDict, child_path, describe, item_pa
 from harness.documents.reader import Reader
 from harness.scenario.checks_section import APPEND_CHECK, CACHE_CHECK, LAUNCH_APPEND_CHECK, TEMPORARY_CHECK, ChecksReader
 from harness.scenario.failures import FailureReader
+from harness.scenario.incident import IncidentReader
 from harness.scenario.model import WORKDIR_KINDS, Scenario
 from harness.scenario.replies import ReplyReader
 from harness.scenario.steps import StepsReader
@@ -26,7 +27,8 @@ FOUND_FOLDER = "found"  # harness explore's inbox (see find_scenario_files)
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 _NAME_RE = re.compile(NAME_PATTERN)
-_TOP_KEYS = ("name", "description", "append", "temporary", "min_cache_reuse", "workdir", "steps", "checks", "expect")
+_TOP_KEYS = ("name", "description", "append", "temporary", "min_cache_reuse", "workdir", "steps", "checks", "expect",
+             "incident")
 _LAUNCHER_TEXT = "it stands for text the agent's launcher passes it as a process argument"  # top-level temporary
 # A target file's own keys (harness/targets/target_file.py): with no `steps`, the file describes an agent, not a
 # scenario. launch and resume count only as argv lists: a scenario's step written without `steps:` is a mapping.
@@ -45,6 +47,7 @@ class _ScenarioReader:
         failures = FailureReader(self.file)
         self.steps = StepsReader(self.file, ReplyReader(self.file, failures), failures)
         self.checks_and_expect = ChecksReader(self.file)
+        self.incidents = IncidentReader(self.file)
 
     def scenario(self, doc: Any) -> tuple[Scenario, int | None]:
         if doc is None:
@@ -110,6 +113,7 @@ class _ScenarioReader:
             workdir=workdir,
             temporary=temporary,
             min_cache_reuse=min_cache_reuse,
+            incident=self.incidents.incident(doc),
         )
         return scenario, name_line
 
