@@ -30,8 +30,8 @@ import harness.targets  # noqa: F401,E402
 
 # The subcommands in the order `harness --help` lists them: the name, and its module under harness/commands/.
 COMMANDS = {"init": "init", "doctor": "doctor", "run": "run", "diff": "diff", "explore": "explore", "import": "importing",
-            "minimize": "minimize", "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
-STARTS_AGENTS = ("run", "diff", "explore", "minimize", "doctor")
+            "minimize": "minimize", "bisect": "bisect", "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
+STARTS_AGENTS = ("run", "diff", "explore", "minimize", "bisect", "doctor")
 
 
 def _version() -> str:

@@ -29,6 +29,7 @@ class AgentCLI(PolicyFamily):
     cli: Callable[[str], Any]
     build: Callable[[str, str, Any], Target]  # (version, policy, cli) -> the target
     older: str | None = None  # a second version `harness install` installs, to compare with
+    releases: tuple[str, str] | None = None  # (registry, package) its versions are releases of: `harness bisect` walks them
 
     @property
     def grammar(self) -> str:

@@ -57,6 +57,7 @@ class AgentSDKFamily:
     # `initialize` control request it writes on the CLI's stdin, which the recording shim then relays and records.
     prompt_options: tuple[str, ...]
     over_stdin: bool = False
+    releases: tuple[str, str] | None = None  # (registry, package) its versions are releases of: `harness bisect` walks them
 
     @property
     def grammar(self) -> str:

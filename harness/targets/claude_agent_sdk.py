@@ -36,5 +36,5 @@ def install(version: str) -> Installed:
 
 
 FAMILY = AgentSDKFamily(NAME, PINNED_VERSION, summary="the Claude Agent SDK for Python, one query() per step",
-                        install=lambda version: install(version),
+                        install=lambda version: install(version), releases=("pypi", PACKAGE),
                         prompt_options=("--append-system-prompt", "--system-prompt", "--system-prompt-file"))

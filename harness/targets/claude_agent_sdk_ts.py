@@ -46,6 +46,6 @@ def install(version: str) -> Installed:
 
 
 FAMILY = AgentSDKFamily(NAME, PINNED_VERSION, summary="the Claude Agent SDK for TypeScript, one query() per step",
-                        install=lambda version: install(version), over_stdin=True,
+                        install=lambda version: install(version), over_stdin=True, releases=("npm", PACKAGE),
                         prompt_options=("--append-system-prompt", "--system-prompt", "--system-prompt-file",
                                         "initialize.appendSystemPrompt", "initialize.systemPrompt"))

@@ -44,6 +44,8 @@ SIDE_CALLS = (
     RequestRule(prompt=r"(?i)^please write a 5-10 word title"),
     RequestRule(model=r"haiku"),
     RequestRule(prompt=r"^quota$"),
+    # 2.0.x (seen on 2.0.62 and 2.0.64) warms its Explore and Plan subagents up at start: prompt "Warmup", no tools
+    RequestRule(prompt=r"^Warmup$"),
 )
 
 
@@ -109,5 +111,6 @@ class _ClaudeCode(AgentCLI):
 
 
 FAMILY = _ClaudeCode(NAME, PINNED_VERSION, summary="the real Claude Code CLI",
-                     cli=lambda version: cli_command(version), build=build, older=OLDER_VERSION)
+                     cli=lambda version: cli_command(version), build=build, older=OLDER_VERSION,
+                     releases=("npm", PACKAGE))
 targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem

@@ -173,4 +173,5 @@ FAMILY = SpecFamily(
     lines=(f"{NAME}[@VERSION|@latest][+FORMAT][+MEMORY]  code-puppy from PyPI in its own virtualenv (pinned: {PINNED_VERSION})",
            *option_lines({**FORMATS, **MEMORY}, (DEFAULT_FORMAT, DEFAULT_MEMORY), "one target per format and memory setting")),
     defaults=(f"{NAME}@{PINNED_VERSION}", f"{NAME}@{OLDER_VERSION}"),
+    releases=("pypi", PACKAGE),
 )

@@ -47,6 +47,7 @@ class SpecFamily:
     defaults: tuple[str, ...] = ()
     separators: tuple[str, ...] = ("@", "+")  # what may follow the name in a spec
     bare: bool = True  # whether the name alone is a spec
+    releases: tuple[str, str] | None = None  # (registry, package) its versions are releases of: `harness bisect` walks them
 
     def matches(self, spec: str) -> bool:
         return (self.bare and spec == self.name) or spec.startswith(tuple(self.name + s for s in self.separators))

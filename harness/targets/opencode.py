@@ -152,7 +152,7 @@ def _home_files() -> dict[str, str]:
 
 
 FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
-                  cli=lambda version: cli_binary(version), build=build)
+                  cli=lambda version: cli_binary(version), build=build, releases=("npm", PACKAGE))
 targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem
 
 

@@ -77,5 +77,5 @@ SETTINGS = {
 
 
 FAMILY = AgentCLI(NAME, PINNED_VERSION, summary=__doc__.split(" as a target")[0],
-                  cli=lambda version: cli_command(version), build=build)
+                  cli=lambda version: cli_command(version), build=build, releases=("npm", PACKAGE))
 targets, parse_spec, name_problem = FAMILY.targets, FAMILY.parse_spec, FAMILY.name_problem

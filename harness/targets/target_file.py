@@ -268,3 +268,15 @@ class _TargetReader(TargetKeys):
             self.template(text, m.key_line(key), where)
             env[key] = text
         return env
+
+
+def revision_repository(path: str | Path) -> Repository:
+    """The git repository whose revisions `FILE@REV` names: the working tree file's `repo:` (for `harness bisect`)."""
+    path = Path(path)
+    doc = load_located_file(path)
+    reader = _TargetReader(path, rev_override="HEAD")
+    if not isinstance(doc, LocatedDict):
+        raise InputError("a target file is a mapping of keys (docs/reference/target-file.md)", path)
+    repo, _ = reader.repo_and_rev(doc)
+    assert repo is not None  # repo_and_rev refuses a revision without `repo:`
+    return reader.repository(doc, repo)
