@@ -15,6 +15,7 @@ import re
 CLI_MARKER = "<!-- generated: cli -->"
 EXIT_MARKER = "<!-- generated: exit-codes -->"
 PYTEST_MARKER = "<!-- generated: pytest-options -->"
+INCIDENTS_MARKER = "<!-- generated: incidents -->"
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -24,6 +25,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         markdown = markdown.replace(EXIT_MARKER, render_exit_codes())
     if PYTEST_MARKER in markdown:
         markdown = markdown.replace(PYTEST_MARKER, render_pytest_options())
+    if INCIDENTS_MARKER in markdown:
+        markdown = markdown.replace(INCIDENTS_MARKER, render_incidents())
     return markdown
 
 
@@ -137,4 +140,30 @@ def render_pytest_options() -> str:
         out.append(f"- {shown}: {_text(' '.join(str(kwargs.get('help', '')).split()))}")
     for name, help_text in recorded.ini:
         out.append(f"- ini option `{name}`: {_text(' '.join(help_text.split()))}")
+    return "\n".join(out)
+
+
+def render_incidents() -> str:
+    """The catalog's table, read from incidents/*.yaml by the scenario reader: an entry the reader refuses stops the
+    build, and the table can never say other verdicts than the entries' `expect:` (what make incidents holds)."""
+    from pathlib import Path
+
+    import harness.targets  # noqa: F401 - installs the reader's target-name rule, as every command does
+    from harness.scenario.reader import load_scenario
+
+    root = Path(__file__).resolve().parent.parent.parent / "incidents"
+    out = ["| incident | affected → fixed | verdicts recorded | outcome | what the bytes show |", "|---|---|---|---|---|"]
+    for path in sorted(root.glob("*.yaml")):
+        scenario = load_scenario(path)
+        incident = scenario.incident
+        source = incident.source
+        verdicts = []
+        for target in incident.targets:
+            failing = [check for check in scenario.checks if scenario.expected_verdict(target, check) == "fail"]
+            verdicts.append(f"`{target}`: " + (", ".join(f"{check} fail" for check in failing) or "all pass"))
+        releases = ", ".join(incident.affected) + " → " + (incident.fixed or "not fixed")
+        title = _text(f"{source.reference} ({source.kind}): {source.title}")
+        cells = [f"[{title}]({source.link}) <br>`incidents/{path.name}`", _text(releases), "<br>".join(verdicts),
+                 incident.outcome, _text(" ".join(incident.bytes_show.split()))]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
