@@ -104,6 +104,9 @@ DOCUMENT = {
     "library": {"library": "reference:* over scenarios", "speedup": 1.8,
                 "serial": {"runs": 260, "wall_s": 120.0, "exit_code": 0},
                 "two_workers": {"runs": 260, "wall_s": 66.7, "exit_code": 0}},
+    "bisect": {"range": "claude-code@2.1.236..2.1.332+append-first-launch-only", "releases": 84, "installed": 10,
+               "tested": 10, "skipped": 1, "log2_n": 7, "bound": 9, "first_changed": "2.1.268",
+               "last_unchanged": "2.1.267", "wall_s": 95.0},
 }
 
 
@@ -114,8 +117,9 @@ def test_targets_are_judged_at_their_limits():
         "overhead on claude-code@2.1.332+append-every-launch": ("+5.0%", True),  # at most 5%: 5.0 is met
         "fake API median added latency per streamed reply": ("0.250 ms", True),
         "in-process exploration on the reference agent": ("300 steps/s", False),  # 299.9 is not 300
+        "releases installed per bisect": ("10 of 84", False),  # one more than the bound: missed
     }
-    assert [v["met"] for v in report.verdicts({})] == [None, None]  # nothing measured: nothing met or missed
+    assert [v["met"] for v in report.verdicts({})] == [None, None, None]  # nothing measured: nothing met or missed
 
 
 def test_markdown_table_from_a_document():
@@ -131,16 +135,19 @@ def test_markdown_table_from_a_document():
     assert "2600 replies/s (baseline server 80000)" in rows[5]
     assert "in-process 300 steps/s, fresh processes 11.5 steps/s (×26)" in rows[6]
     assert "serial 120.0 s, `-n 2` 66.7 s (×1.80)" in rows[7]
-    assert len(rows) == 8
+    assert "10 releases installed of 84 (⌈log2 n⌉ = 7; 1 skipped), first changed 2.1.268" in rows[8]
+    assert rows[8].endswith("<= ⌈log2(n-1)⌉ + 2 (the two ends) = 9: **missed** |")
+    assert len(rows) == 9
 
 
 def test_markdown_says_what_was_not_measured():
     document = {**DOCUMENT, "overhead": [{"target": "claude-code@2.1.332+append-every-launch", "skipped": "not installed"}],
-                "explore": {"error": "RuntimeError: boom"}}
+                "explore": {"error": "RuntimeError: boom"}, "bisect": {"error": "RuntimeError: exited 2"}}
     del document["fakeapi"], document["library"]
     rows = [line for line in report.render_markdown(document).splitlines() if line.startswith("| ")]
     assert rows[1:] == ["| overhead on claude-code@2.1.332+append-every-launch | not measured: not installed | - |",
-                        "| exploration | not measured: RuntimeError: boom | - |"]
+                        "| exploration | not measured: RuntimeError: boom | - |",
+                        "| `harness bisect` | not measured: RuntimeError: exited 2 | - |"]
 
 
 # ------------------------------------------------------------------ the pieces, on the reference agent

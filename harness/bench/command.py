@@ -23,7 +23,7 @@ import harness
 from harness.bench import machine, report
 
 CHECKOUT = Path(harness.__file__).resolve().parent.parent
-PARTS = ("overhead", "fakeapi", "explore", "library")
+PARTS = ("overhead", "fakeapi", "explore", "library", "bisect")
 REFERENCE = ("retry-after-wrong-answer.yaml", "reference")
 CLAUDE_CODE = ("claude-code/wrong-answer-then-retry.yaml", "claude-code@{version}+append-every-launch")
 
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
             "fakeapi": lambda progress: _fakeapi(args.quick, scratch, progress),
             "explore": lambda progress: _explore(args.quick, progress),
             "library": lambda progress: _library(args.quick, scratch, progress),
+            "bisect": lambda progress: _bisect(args.quick, scratch, progress),
         }
         for part in args.parts:
             say(f"{part}:")
@@ -142,3 +143,9 @@ def _library(quick: bool, scratch: Path, progress: Callable[[str], None]) -> dic
     from harness.bench import library_wall
 
     return library_wall.measure(scratch, CHECKOUT, quick, progress)
+
+
+def _bisect(quick: bool, scratch: Path, progress: Callable[[str], None]) -> dict:
+    from harness.bench import bisect_installs
+
+    return bisect_installs.measure(scratch, CHECKOUT, quick, progress)

@@ -34,6 +34,11 @@ def verdicts(document: dict) -> list[dict]:
     found.append({"target": "in-process exploration on the reference agent", "limit": f">= {IN_PROCESS_FLOOR:g} steps/s",
                   "figure": None if speed is None else f"{speed:.0f} steps/s",
                   "met": None if speed is None else speed >= IN_PROCESS_FLOOR})
+    bisection = document.get("bisect") or {}
+    installed = bisection.get("installed")
+    found.append({"target": "releases installed per bisect", "limit": "<= ⌈log2(n-1)⌉ + 2 (the two ends)",
+                  "figure": None if installed is None else f"{installed} of {bisection['releases']}",
+                  "met": None if installed is None else installed <= bisection["bound"]})
     return found
 
 
@@ -108,4 +113,14 @@ def render_markdown(document: dict) -> str:
         lines.append(
             f"| `harness run` {library['library']} ({serial['runs']} runs) | serial {serial['wall_s']:.1f} s, "
             f"`-n 2` {two['wall_s']:.1f} s (×{library['speedup']:.2f}); exit {serial['exit_code']} and {two['exit_code']} | - |")
+    bisection = document.get("bisect") or {}
+    if "error" in bisection:
+        lines.append(f"| `harness bisect` | not measured: {bisection['error']} | - |")
+    elif bisection:
+        verdict = targets["releases installed per bisect"]
+        lines.append(
+            f"| `harness bisect`, `{bisection['range']}`, empty tools folder | {bisection['installed']} releases installed "
+            f"of {bisection['releases']} (⌈log2 n⌉ = {bisection['log2_n']}; {bisection['skipped']} skipped), first changed "
+            f"{bisection['first_changed']}, {bisection['wall_s']:.0f} s | {verdict['limit']} = {bisection['bound']}: "
+            f"{_met(verdict['met'])} |")
     return "\n".join(lines) + "\n"
