@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect.candidates import _line_of_descent, parse
+from harness.bisect.candidates import _finals, out_of_order, parse
 from harness.errors import InputError
 from harness.targets.release_index import Release
 from test_checkout_targets import AGENT, commit, git, tools  # noqa: F401 - tools is a fixture
@@ -127,13 +127,15 @@ def _release(version: str, day: int) -> Release:
     return Release(version, datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=day))
 
 
-def test_a_backport_and_a_prerelease_are_named_and_left_out():
+def test_prereleases_are_left_out_and_a_release_uploaded_out_of_order_is_named_not_dropped():
+    """A late upload may be a backport or a mirror's late record (here the registry dates Claude Code 2.0.3 after
+    2.0.5): dropping it could move the boundary onto its neighbour, so it is searched, and named."""
     inside = [_release("2.0.0", 0), _release("2.0.1", 1), _release("2.0.2", 9), _release("2.1.0-beta.1", 2),
               _release("2.1.0", 3), _release("2.1.1", 4)]
-    kept, left_out = _line_of_descent(inside, "npm")
-    assert [r.version for r in kept] == ["2.0.0", "2.0.1", "2.1.0", "2.1.1"]
-    assert [item["version"] for item in left_out] == ["2.0.2", "2.1.0-beta.1"]
-    assert "a backport" in left_out[0]["why"] and "after 2.1.0" in left_out[0]["why"]
+    kept, left_out = _finals(inside, "npm")
+    assert [r.version for r in kept] == ["2.0.0", "2.0.1", "2.0.2", "2.1.0", "2.1.1"]
+    assert left_out == [{"version": "2.1.0-beta.1", "why": "a pre-release"}]
+    assert [(item["version"], item["after"]) for item in out_of_order(kept)] == [("2.0.2", "2.1.0")]
 
 
 def test_a_release_range_is_the_registrys_list_in_version_order():

@@ -2,13 +2,16 @@
 
 `NAME@OLD..NEW[+OPTIONS]` is a family's releases as its registry lists them
 (the family says which registry and package: `releases` on the family), in
-version order. Version order is not publication order: a release uploaded
-after a higher version (a backport to an older line) is not on the line of
-descent between the ends, and a search that mixed it in could report a
-boundary that never existed. Such releases are named and left out, as are
-pre-releases between two final releases (an end may be one). `FILE@REV1..REV2`
-is a target file's revisions, first-parent, oldest first, as `git bisect run`
-walks them.
+version order, pre-releases and yanked releases between the ends left out and
+named. Version order is not publication order: a release uploaded after a
+higher version may be a backport to an older line, or only the registry's
+record of when it took the file (a mirror's, here: it dates 2.0.3 of Claude
+Code eleven months after 2.0.5). The two cannot be told apart from the
+registry's answer, and leaving a release out on a wrong date could put the
+boundary on its neighbour, so such releases stay in version order and are
+named as published out of order; the answer says so when the boundary
+touches one. `FILE@REV1..REV2` is a target file's revisions, first-parent,
+oldest first, as `git bisect run` walks them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Range:
     source: str  # "npm @anthropic-ai/claude-code", "git /path/to/repo"
     candidates: list[Candidate]
     left_out: list[dict] = field(default_factory=list)  # {"version", "why"}: named, never searched
+    out_of_order: list[dict] = field(default_factory=list)  # searched, and named: uploaded after a higher release
 
 
 def parse(spec: str) -> Range:
@@ -75,13 +79,14 @@ def _releases(name: str, old: str, new: str, options: str, spec: str) -> Range:
     if start >= stop:
         raise InputError(f"bad bisect range {spec!r}: {old} does not come before {new} in version order")
     inside = listed[start:stop + 1]
-    kept, left_out = _line_of_descent(inside, registry)
+    kept, left_out = _finals(inside, registry)
     return Range("release", f"{registry} {package}",
-                 [Candidate(r.version, f"{name}@{r.version}{options}", r.uploaded.isoformat()) for r in kept], left_out)
+                 [Candidate(r.version, f"{name}@{r.version}{options}", r.uploaded.isoformat()) for r in kept], left_out,
+                 out_of_order(kept))
 
 
-def _line_of_descent(inside: list[Release], registry: str) -> tuple[list[Release], list[dict]]:
-    """The releases between the ends that a user of the newest line went through; the others named with why."""
+def _finals(inside: list[Release], registry: str) -> tuple[list[Release], list[dict]]:
+    """The ends and the final, installable releases between them; the others named with why."""
     ends = (inside[0], inside[-1])
     kept, left_out = [], []
     for release in inside:
@@ -91,15 +96,18 @@ def _line_of_descent(inside: list[Release], registry: str) -> tuple[list[Release
             left_out.append({"version": release.version, "why": "yanked"})
         else:
             kept.append(release)
-    on_line: list[Release] = []
-    for release in reversed(kept):  # from the newest: a release uploaded after a higher one is a backport
-        later = next((r for r in reversed(on_line) if r.uploaded < release.uploaded), None)  # the nearest higher one
-        if later is not None and release is not ends[0]:
-            left_out.append({"version": release.version, "why": f"uploaded {release.uploaded:%Y-%m-%d %H:%M} UTC, "
-                             f"after {later.version} ({later.uploaded:%Y-%m-%d %H:%M}): a backport, off the line"})
-        else:
-            on_line.append(release)
-    return list(reversed(on_line)), sorted(left_out, key=lambda item: [r.version for r in inside].index(item["version"]))
+    return kept, left_out
+
+
+def out_of_order(kept: list[Release]) -> list[dict]:
+    """Each release uploaded after a higher one of the range, with the nearest such higher release."""
+    found = []
+    for index, release in enumerate(kept):
+        later = next((r for r in kept[index + 1:] if r.uploaded < release.uploaded), None)
+        if later is not None:
+            found.append({"version": release.version, "uploaded": release.uploaded.isoformat(),
+                          "after": later.version, "after_uploaded": later.uploaded.isoformat()})
+    return found
 
 
 def _prerelease(version: str, registry: str) -> bool:

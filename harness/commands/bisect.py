@@ -57,8 +57,14 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     n = len(span.candidates)
     say(f"{n} {span.kind}s from {span.candidates[0].label} to {span.candidates[-1].label} ({span.source}); "
         f"at most {2 + math.ceil(math.log2(n - 1))} to test")
+    reasons: dict[str, list[str]] = {}
     for item in span.left_out:
-        say(f"left out {item['version']}: {item['why']}")
+        reasons.setdefault(item["why"], []).append(item["version"])
+    for why, versions in reasons.items():
+        say(f"left out {len(versions)} ({why}): {_some(versions)}")
+    if span.out_of_order:
+        say(f"{len(span.out_of_order)} uploaded after a higher release (a backport, or the registry's late record of "
+            f"it), searched in version order: {_some([item['version'] for item in span.out_of_order])}")
     prober = Prober(scenario, args.check, report_dir / "journal")
     started = time.monotonic()
 
@@ -68,6 +74,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
 
     record = {"scenario": str(args.scenario), "range": args.target, "source": span.source, "kind": span.kind,
               "check": args.check, "candidates": len(span.candidates), "left_out": span.left_out,
+              "out_of_order": span.out_of_order,
               "command": command}
     try:
         found = bisect(span.candidates, prober, announce)
@@ -76,7 +83,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         _write(report_dir, record)
         print(f"harness bisect: interrupted; what was tested is in {report_dir / BISECT_FILE}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    record.update(_outcome(found, prober, span))
+    record.update(_outcome(found, prober))
+    _warn_out_of_order(record, span.out_of_order)
     record["installed"] = prober.installed
     record["seconds"] = round(time.monotonic() - started, 1)
     _write(report_dir, record)
@@ -86,7 +94,20 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     return EXIT_OK if record["first_changed"] is not None and not record["between"] else EXIT_DIFFERS
 
 
-def _outcome(found, prober, span) -> dict:
+def _some(versions: list[str], shown: int = 8) -> str:
+    return ", ".join(versions[:shown]) + (f" and {len(versions) - shown} more" if len(versions) > shown else "")
+
+
+def _warn_out_of_order(record: dict, out_of_order: list[dict]) -> None:
+    """A boundary on a release uploaded out of order may be a backport's doing, not the line's: the answer says so."""
+    for item in out_of_order:
+        if item["version"] in (record["first_changed"], record["last_unchanged"]):
+            record["conclusion"] += (f"; note: {item['version']} was uploaded after {item['after']} "
+                                     f"({item['uploaded'][:10]} against {item['after_uploaded'][:10]}), so it may "
+                                     "be a backport off the line between the ends")
+
+
+def _outcome(found, prober) -> dict:
     from harness.bisect.probe import evidence
     from harness.bisect.search import changed_checks
 
