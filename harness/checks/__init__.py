@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.checks import appended, cache, history, identity, launches, prefix, temporary
+from harness.checks import appended, cache, history, identity, instructions, launches, prefix, temporary
 from harness.checks.context import CheckContext
 from harness.checks.request_pair import request_pair
 from harness.results import FAIL, CheckResult
@@ -16,12 +16,14 @@ CHECKS: dict[str, Callable[[CheckContext], CheckResult]] = {
     history.NAME: history.check,
     cache.NAME: cache.check,
     temporary.NAME: temporary.check,
+    instructions.NAME: instructions.check,
     launches.APPENDED: launches.check_appended,
     launches.FROM_CALLER: launches.check_from_caller,
 }
 CHECK_NAMES = tuple(CHECKS)
-# Judged only where a scenario lists them: they judge the launcher, which most scenarios take as given.
-OPT_IN_CHECKS = launches.NAMES
+# Judged only where a scenario lists them: the launch checks judge the launcher, which most scenarios take as given;
+# instruction_files_current judges agents that read project files, which the reference agent does not.
+OPT_IN_CHECKS = (instructions.NAME, *launches.NAMES)
 
 __all__ = ["CHECKS", "CHECK_NAMES", "CheckContext", "run_check"]
 

@@ -32,6 +32,8 @@ class CheckContext:
     launches: tuple[Launch, ...] = ()  # the launch journal: what the launcher passed to the agent binary
     prompt_flags: tuple[str, ...] = ()  # the target's options whose value is system-prompt text
     step_appends: Mapping[int, str] = field(default_factory=dict)  # step -> the caller's text from then on, changed
+    # path -> ((step, text), ...): the files the agent reads as instructions, as each step's edit left them
+    instruction_files: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, scenario: "Scenario", exchanges: Iterable[Exchange], identity_pattern: re.Pattern[str],
@@ -42,6 +44,7 @@ class CheckContext:
             temporary=scenario.temporary, step_temporary=scenario.step_temporary,
             prefix_changes=scenario.prefix_changes, min_cache_reuse=scenario.min_cache_reuse,
             launches=tuple(launches), prompt_flags=tuple(prompt_flags), step_appends=scenario.step_appends,
+            instruction_files={path: scenario.file_versions(path) for path in scenario.instruction_files},
         )
 
     def append_at(self, step: int | None) -> str | None:

@@ -21,16 +21,20 @@ LAUNCH_APPEND_CHECK = "launch_appended_exactly_once"
 TEMPORARY_CHECK = "temporary_text_transient"
 CACHE_CHECK = "cache_reuse"
 LAUNCH_PROMPT_CHECK = "launch_prompt_from_caller"
+INSTRUCTIONS_CHECK = "instruction_files_current"
 CHECK_NAMES = ("identity_stable", APPEND_CHECK, "prefix_stable", "history_preserved", CACHE_CHECK, TEMPORARY_CHECK,
-               LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
-# Judged only where a scenario lists them: they judge the launcher, which most scenarios take as given.
-OPT_IN_CHECKS = (LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
+               INSTRUCTIONS_CHECK, LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
+# Judged only where a scenario lists them: the launch checks judge the launcher, which most scenarios take as given;
+# instruction_files_current judges agents that read project files, which the reference agent does not.
+OPT_IN_CHECKS = (INSTRUCTIONS_CHECK, LAUNCH_APPEND_CHECK, LAUNCH_PROMPT_CHECK)
 DEFAULT_CHECKS = tuple(name for name in CHECK_NAMES if name not in OPT_IN_CHECKS)
 NEEDS = {  # what a check judges against, when the scenario must declare it
     APPEND_CHECK: "'append' (the appended system text to look for): add a top-level 'append:'",
     LAUNCH_APPEND_CHECK: "'append' (the caller's text every launch must pass): add a top-level 'append:'",
     TEMPORARY_CHECK: "temporary text to look for: add a top-level 'temporary:' or a step's 'temporary:'",
     CACHE_CHECK: "a floor for the cache-reuse ratio: add a top-level 'min_cache_reuse: 0.8' (say)",
+    INSTRUCTIONS_CHECK: "the files the agent reads as instructions: add a top-level 'instruction_files: [AGENTS.md]' "
+                        "(say), each written by a step's 'edit:'",
 }
 
 

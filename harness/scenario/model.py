@@ -165,6 +165,11 @@ class Scenario:
     temporary: tuple[str, ...] = ()  # texts the agent adds to every run that must stay out of the prefix and history
     min_cache_reuse: float | None = None  # the cache_reuse check's floor: cached / prompt tokens after the first step
     incident: Incident | None = None  # a catalog entry's source, releases and default targets (scenario/incident.py)
+    instruction_files: tuple[str, ...] = ()  # files the agent reads as instructions: each request carries their current text
+
+    def file_versions(self, path: str) -> tuple[tuple[int, str], ...]:
+        """(step, text) of each `edit:` writing `path`, in step order: the file's text from that step on."""
+        return tuple((s.index, text) for s in self.steps for edited, text in s.edits if edited == path)
 
     @property
     def prefix_changes(self) -> dict[int, str]:

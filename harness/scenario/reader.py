@@ -15,7 +15,8 @@ from typing import Any, Iterable
 from harness.errors import InputError
 from harness.documents.located import LocatedDict, child_path, describe, item_path, load_located, load_located_file
 from harness.documents.reader import Reader
-from harness.scenario.checks_section import APPEND_CHECK, CACHE_CHECK, LAUNCH_APPEND_CHECK, TEMPORARY_CHECK, ChecksReader
+from harness.scenario.checks_section import (APPEND_CHECK, CACHE_CHECK, INSTRUCTIONS_CHECK, LAUNCH_APPEND_CHECK,
+                                             TEMPORARY_CHECK, ChecksReader)
 from harness.scenario.failures import FailureReader
 from harness.scenario.incident import IncidentReader
 from harness.scenario.model import WORKDIR_KINDS, Scenario
@@ -28,7 +29,7 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 _NAME_RE = re.compile(NAME_PATTERN)
 _TOP_KEYS = ("name", "description", "append", "temporary", "min_cache_reuse", "workdir", "steps", "checks", "expect",
-             "incident")
+             "incident", "instruction_files")
 _LAUNCHER_TEXT = "it stands for text the agent's launcher passes it as a process argument"  # top-level temporary
 # A target file's own keys (harness/targets/target_file.py): with no `steps`, the file describes an agent, not a
 # scenario. launch and resume count only as argv lists: a scenario's step written without `steps:` is a mapping.
@@ -99,7 +100,9 @@ class _ScenarioReader:
             LAUNCH_APPEND_CHECK: append is not None,
             TEMPORARY_CHECK: bool(temporary) or any(s.temporary for s in steps),
             CACHE_CHECK: min_cache_reuse is not None,
+            INSTRUCTIONS_CHECK: "instruction_files" in doc,
         }
+        instruction_files = self.instruction_files(doc, steps)
         checks = self.checks_and_expect.checks(doc, declared)
         expect = self.checks_and_expect.expect(doc, checks)
         scenario = Scenario(
@@ -114,6 +117,7 @@ class _ScenarioReader:
             temporary=temporary,
             min_cache_reuse=min_cache_reuse,
             incident=self.incidents.incident(doc),
+            instruction_files=instruction_files,
         )
         return scenario, name_line
 
@@ -128,6 +132,24 @@ class _ScenarioReader:
             has = ", ".join(found[:-1]) + " and " + found[-1] if len(found) > 1 else found[0]
             raise self.file.error(f"this is a target file, not a scenario (it has {has} but no steps); "
                                   f"pass it with --target {self.file.path or 'FILE'}", doc.key_line(found[0]), "")
+
+    def instruction_files(self, doc: LocatedDict, steps) -> tuple[str, ...]:
+        """`instruction_files: [PATH, ...]`: each one written by some step's `edit:`, or there is no text to look for."""
+        if "instruction_files" not in doc:
+            return ()
+        line = doc.key_line("instruction_files")
+        items = self.file.list_(doc["instruction_files"], line, "instruction_files", "a non-empty list of file paths")
+        edited = {path for step in steps for path, _ in step.edits}
+        paths = []
+        for i, item in enumerate(items):
+            where = item_path("instruction_files", i)
+            path = self.file.string(item, items.item_line(i), where, non_empty=True)
+            if path not in edited:
+                known = f" (edited: {', '.join(sorted(edited))})" if edited else ""
+                raise self.file.error(f"{path!r} is written by no step's 'edit:', so there is no text of it to look "
+                                      f"for{known}", items.item_line(i), where)
+            paths.append(path)
+        return tuple(paths)
 
     def temporary_texts(self, doc: LocatedDict) -> tuple[str, ...]:
         """`temporary: TEXT` or a list of texts: what the agent adds to every run, never to the prefix or history."""
