@@ -238,6 +238,8 @@ README_COLUMNS = [  # the table's scenario columns, left to right
     SUITE / "compact-then-resume.yaml",
     SUITE / "two-turns-in-a-git-repository.yaml",
     AUTO_COMPACTION / "auto-compaction-then-resume.yaml",
+    SUITE / "headless-then-interactive.yaml",
+    SUITE / "interactive-resume.yaml",
 ]
 SHORT = {"identity": "identity_stable", "appended": "appended_exactly_once", "prefix": "prefix_stable", "history": "history_preserved"}
 

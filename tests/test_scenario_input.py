@@ -292,7 +292,7 @@ BAD = [
     ("step-unknown-kind", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - resum: {prompt: again}"), 5,
      ["steps[2]: unknown step kind 'resum' (did you mean 'resume'? allowed: compact, launch, resume, retry)"]),
     ("step-unknown-key", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - retry:", "      promt: again"), 6,
-     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: append, commit, edit, error, prefix_change, prompt, reply, session, summary, temporary, timeout_s, usage)"]),
+     ["steps[2].retry: unknown key 'promt' (did you mean 'prompt'? allowed: append, commit, edit, error, interactive, prefix_change, prompt, reply, session, summary, temporary, timeout_s, usage)"]),
     ("step-session-mode-unknown", (*HEAD, "steps:", "  - launch: {prompt: hi}", "  - resume: {prompt: again, session: forked}"), 5,
      ["steps[2].resume.session: unknown session mode 'forked' (did you mean 'fork'? known: continue, fork)"]),
     ("step-session-on-launch", (*HEAD, "steps:", "  - launch: {prompt: hi, session: continue}"), 4,

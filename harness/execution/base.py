@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
+from harness.execution.terminal_ui import TerminalUI
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.server import FakeAPIServer
 from harness.isolation.netns import StepIsolation
@@ -44,6 +45,7 @@ class StepCall:
     stderr_path: Path
     label: str  # what the step's process is called in a message about it ("the agent of step 2 (resume)")
     step: Step | None = None  # the scenario step it carries out
+    terminal: TerminalUI | None = None  # set: an interactive step, run in a pty as the family's UI declares (pty.py)
 
 
 class SessionTarget(Protocol):

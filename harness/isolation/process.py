@@ -9,6 +9,7 @@ was killed before it could clean up; where there is no warden, by the harness.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
@@ -62,15 +63,24 @@ def run_process(
     on_start: Callable[[int], None] = lambda pid: None,
     pass_fds: Sequence[int] = (),
     label: str = "",
+    terminal: str | None = None,
 ) -> ProcessOutcome:
     """`pass_fds`: descriptors the process inherits beyond stdio (harness/isolation/netns.py's handshake with its launcher).
 
     `label`: what a stop sent from the step's processes calls its root ("the agent of step 2 (resume)"; harness/isolation/stopping.py).
+    `terminal`: a pseudo-terminal's slave path, the process's stdin, stdout and stderr (its controlling terminal where
+    the warden starts it); the output paths are then left to whoever reads the terminal (harness/execution/pty.py).
     """
     started = time.monotonic()
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+    with contextlib.ExitStack() as files:
+        if terminal is None:
+            out = files.enter_context(stdout_path.open("wb")).fileno()
+            err = files.enter_context(stderr_path.open("wb")).fileno()
+        else:
+            out = err = os.open(terminal, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+            files.callback(os.close, out)
         try:
-            proc = _start(argv, env, cwd, out.fileno(), err.fileno(), pass_fds)
+            proc = _start(argv, env, cwd, out, err, pass_fds, terminal)
         except (OSError, lifetime.SpawnFailed, lifetime.WardenLost) as exc:
             return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")
         on_start(proc.pid)
@@ -111,14 +121,18 @@ def run_process(
 
 
 def _start(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
-           pass_fds: Sequence[int]) -> "subprocess.Popen | lifetime.StepProcess":
-    """By the warden (harness/isolation/lifetime.py); by this process where there is none (the step's notes say so)."""
-    proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds)
+           pass_fds: Sequence[int], terminal: str | None = None) -> "subprocess.Popen | lifetime.StepProcess":
+    """By the warden (harness/isolation/lifetime.py); by this process where there is none (the step's notes say so).
+
+    Without the warden a terminal is the process's stdio but not its controlling terminal (that needs code between
+    fork and exec, which Popen runs only as an unsafe preexec_fn).
+    """
+    proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds, terminal)
     if proc is not None:
         return proc
     with stopping.unblocked():
-        return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
-                                stderr=stderr, start_new_session=True, pass_fds=tuple(pass_fds))
+        return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL if terminal is None else stdout,
+                                stdout=stdout, stderr=stderr, start_new_session=True, pass_fds=tuple(pass_fds))
 
 
 def _signal_notes(proc) -> list[str]:

@@ -177,7 +177,8 @@ def _start(body: dict, wanted: list[tuple[int, int]]) -> int:
     """The step's process, by posix_spawn (a vfork: no copy of the warden to fault in): its pid.
 
     As Popen(start_new_session=True, restore_signals=True, pass_fds=...) would start it from the harness:
-    the program looked up on the step environment's PATH, its own session, stdin from /dev/null,
+    the program looked up on the step environment's PATH, its own session, stdin from /dev/null (or the step's
+    pseudo-terminal, `terminal` in the body),
     SIGPIPE and SIGXFSZ back to the default, and a signal mask with nothing blocked. Every descriptor
     of the warden's is close-on-exec, so the step gets stdio and the pass fds only.
     """
@@ -188,7 +189,10 @@ def _start(body: dict, wanted: list[tuple[int, int]]) -> int:
         raise _CannotStart(exc, cwd) from None
     floor = max([target for _, target in wanted] + [2]) + 1  # sources above every target: no dup2 clobbers one
     moved = [(fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, floor), target) for source, target in wanted]
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    # A step in a pseudo-terminal opens it as stdin after setsid (posix_spawn's order), so it is the session's
+    # controlling terminal, as a shell's child has one; any other step reads /dev/null.
+    terminal = body.get("terminal")
+    actions = [(os.POSIX_SPAWN_OPEN, 0, terminal or os.devnull, os.O_RDWR if terminal else os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_DUP2, source, target) for source, target in moved]
     try:
         first_error = None

@@ -14,10 +14,12 @@ that nothing on the network answers) and runs each step the session builds.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from harness.execution.base import IN_PROCESS_BASE_URL, StepCall
+from harness.execution.pty import keep_transcript
 from harness.isolation import workdir
 from harness.fakeapi.core import FakeModelAPI
 from harness.journal.exchange import Exchange
@@ -125,7 +127,8 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     check_stop()  # a stop whose KeyboardInterrupt was lost (see harness/isolation/process.py) ends the run here
     target, workspace, api = run.target, run.workspace, run.api
     result = StepResult(index=step.index, kind=step.kind)
-    template = target.command_for(step.kind, step.session)
+    interactive = target.interactive if step.interactive else None  # run_scenario checked it exists
+    template = (interactive or target).command_for(step.kind, step.session)
     if template is None:
         how = f" reaching its session by {step.session!r}" if step.session else ""
         result.error = f"target {target.name!r} has no command for a {step.kind!r} step{how}"
@@ -154,6 +157,8 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         _write_home_files(target, values, workspace)
     elif step.append is not None:  # the caller's text changed: files that carry it are written anew
         _write_home_files(target, values, workspace, only_with="append")
+    if interactive is not None:
+        _merge_home_json(interactive.home_json, workspace)
     try:
         result.notes.extend(workdir.apply(workspace.workdir, step, workspace.home))
     except workdir.WorkdirError as exc:
@@ -168,7 +173,8 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     launch = None if target.executor.records_launches else run.launches.start(
         argv, str(workspace.workdir), env, step=step.index, step_kind=step.kind, pid=None, recorded_by=RUNNER)
     call = StepCall(argv, env, workspace.workdir, step.timeout_s or target.timeout_s, stdout_path, stderr_path,
-                    label=f"the agent of step {step.index} ({step.kind})", step=step)
+                    label=f"the agent of step {step.index} ({step.kind})", step=step,
+                    terminal=interactive.ui if interactive is not None else None)
     outcome = None
     try:
         isolation, outcome = target.executor.carry_out(call, run)
@@ -181,6 +187,8 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         outcome.launch_error = isolation.error  # the step never became the agent: say why, not "exited with code 125"
     result.notes.extend(isolation.notes)
     result.notes.extend(outcome.notes)  # how the step was held (harness/isolation/lifetime.py), a stop signal it sent
+    if interactive is not None:
+        result.notes.append(f"ran interactively in a pseudo-terminal; its transcript: {keep_transcript(stdout_path, run.journal.path)}")
     exchanges = run.journal.for_step(step.index)
     stdout = strip_escapes(stdout_path.read_text(encoding="utf-8", errors="replace")) if stdout_path.exists() else ""
     result.exit_code = outcome.exit_code
@@ -199,7 +207,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     result.error = _step_error(outcome, result, step, target, exchanges) or turn_problem(result, step, exchanges, script)
     if result.error:
         return result
-    new_id = target.session_id.read(stdout, own_requests(exchanges))  # never an id another process sent
+    new_id = (interactive or target).session_id.read(stdout, own_requests(exchanges))  # never an id another process sent
     if new_id is None and target.prints_session_id(step.kind) and not (result.exit_code and step.scripts_an_error):
         # Every step is held to the target's output contract: a launcher reads this output after each process,
         # and a resume printing garbage instead of it would break that launcher however right its requests were.
@@ -211,6 +219,19 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
         return result
     result.session_id = new_id or run.session_id
     return result
+
+
+def _merge_home_json(files, workspace: Workspace) -> None:
+    """Top-level keys an interactive step needs in the agent's JSON files, set over what its earlier steps wrote."""
+    for relative, keys in files.items():
+        path = workspace.home / relative
+        try:
+            current = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except ValueError:
+            current = {}
+        current = current if isinstance(current, dict) else {}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**current, **keys}, indent=2) + "\n", encoding="utf-8")
 
 
 def _write_home_files(target: Target, values: dict, workspace: Workspace, only_with: str | None = None) -> None:

@@ -133,6 +133,7 @@ class Step:
     prefix_change: str | None = None  # why the prompt prefix is meant to change at this step (a project change)
     session: str | None = None  # one of SESSION_MODES; None: the session named by id, as every agent can
     append: str | None = None  # the caller's text from this step on, replacing the scenario's (a launcher's new text)
+    interactive: bool = False  # the agent runs in a pseudo-terminal: its UI is answered, the prompt typed, then quit
 
     @property
     def scripts_an_error(self) -> bool:

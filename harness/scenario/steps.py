@@ -19,7 +19,7 @@ from harness.scenario.replies import ReplyReader
 
 _WORKDIR_STEP_KEYS = ("edit", "commit")  # changes to the working directory before the step's process starts
 _DECLARED_STEP_KEYS = ("temporary", "prefix_change")  # what the scenario tells the checks about this step
-_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", "session", "append",
+_PROMPT_STEP_KEYS = ("prompt", "reply", "error", "summary", "usage", "timeout_s", "session", "append", "interactive",
                      *_WORKDIR_STEP_KEYS, *_DECLARED_STEP_KEYS)
 _COMPACT_STEP_KEYS = ("reply", "summary", "usage", "timeout_s", "session", "append", *_WORKDIR_STEP_KEYS,
                       *_DECLARED_STEP_KEYS)
@@ -80,6 +80,13 @@ class StepsReader:
         body = self.file.mapping(body, kind_line, where, "a mapping of step settings (or nothing)")
 
         if kind == "compact":
+            if "interactive" in body:
+                raise self.file.error(
+                    "'interactive' is not allowed on a compact step: an interactive step types its prompt into the "
+                    "agent's terminal UI (launch, resume or retry)",
+                    body.key_line("interactive"),
+                    child_path(where, "interactive"),
+                )
             if "prompt" in body:
                 raise self.file.error(
                     "'prompt' is not allowed on a compact step: compaction sends no prompt "
@@ -127,6 +134,7 @@ class StepsReader:
             )
         session = self._session(body, i, where)
         append = self._append(body, i, where)
+        interactive = self._interactive(body, where)
         if append is not None and prefix_change is None:
             prefix_change = "the caller's text changes here (the step's `append`)"
         return Step(
@@ -145,6 +153,7 @@ class StepsReader:
             prefix_change=prefix_change,
             session=session,
             append=append,
+            interactive=interactive,
         )
 
     def _session(self, body: LocatedDict, i: int, where: str) -> str | None:
@@ -169,6 +178,16 @@ class StepsReader:
             raise self.file.error("the launch passes the scenario's top-level `append`; a later step's `append` "
                                   "changes it", body.key_line("append"), child_path(where, "append"))
         return self.file.optional_argument(body, "append", where)
+
+    def _interactive(self, body: LocatedDict, where: str) -> bool:
+        """`interactive: true`: the step runs the agent's terminal UI in a pseudo-terminal instead of a headless turn."""
+        if "interactive" not in body:
+            return False
+        value = body["interactive"]
+        if not isinstance(value, bool):
+            raise self.file.error(f"expected true or false, got {describe(value)}", body.key_line("interactive"),
+                                  child_path(where, "interactive"))
+        return value
 
     def edits(self, value: Any, line: int | None, where: str) -> tuple[tuple[str, str], ...]:
         """`edit: {relative/path: new content}`; paths stay inside the working directory."""

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from harness.errors import InputError
 from harness.execution.base import StepExecutor
 from harness.execution.subprocess import SubprocessSteps
+from harness.execution.terminal_ui import TerminalUI
 from harness.journal.rules import RequestRule
 from harness.journal.exchange import Exchange
 from harness.scenario.model import SESSION_MODES
@@ -68,6 +69,30 @@ def _from_json_lines(stdout: str, key: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class Interactive:
+    """How a family runs a step in its terminal UI (`interactive: true`): measured per family, never guessed.
+
+    `commands` are argv templates as Target.commands, without the headless flag; `ui` says what a fresh HOME
+    asks and how the harness answers, types and quits (harness/execution/terminal_ui.py); `home_json` sets
+    top-level keys of HOME-relative JSON files before each interactive step, for what a UI cannot be answered
+    offline (Claude Code checks its connection to Anthropic before it asks about an API key).
+    """
+
+    commands: Mapping[str, tuple[str, ...]]
+    ui: TerminalUI
+    session_id: SessionIdSource
+    home_json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def command_for(self, kind: str, session: str | None = None) -> tuple[str, ...] | None:
+        key = kind if session is None else f"{kind}+{session}"
+        if key in self.commands:
+            return self.commands[key]
+        if kind == "retry":
+            return self.commands.get("resume" if session is None else f"resume+{session}")
+        return None
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     commands: Mapping[str, tuple[str, ...]]
@@ -104,6 +129,8 @@ class Target:
     # Whether the agent adds a text of its own to every run (a headless instruction, code-puppy's words) that a
     # scenario's top-level `temporary:` can name: only then can that scenario be judged on it.
     adds_own_temporary_text: bool = False
+    # Set: the agent's terminal UI can run a step (`interactive: true`) in a pty; None: such a scenario is "cannot express".
+    interactive: Interactive | None = None
 
     @property
     def replay_spec(self) -> str:
@@ -118,6 +145,10 @@ class Target:
         told the text, and the check would judge a text nobody gave it.
         """
         for step in steps:
+            if getattr(step, "interactive", False):
+                problem = self._cannot_run_interactively(step)
+                if problem is not None:
+                    return f"step {step.index} ({step.kind}): {problem}"
             if step.kind in self.cannot_express:
                 return f"step {step.index} ({step.kind}): {self.cannot_express[step.kind]}"
             session = getattr(step, "session", None)
@@ -133,6 +164,15 @@ class Target:
                     return f"{why}, and this target's {used} command passes none"
                 return (f"{why}, which {self.source} uses in neither its {used} command nor its env (add it where the "
                         "agent takes text for one turn)")
+        return None
+
+    def _cannot_run_interactively(self, step: Any) -> str | None:
+        if self.interactive is None:
+            return ("it runs interactively (`interactive: true`), and this target declares no terminal UI the "
+                    "harness can drive")
+        if self.interactive.command_for(step.kind, step.session) is None:
+            how = f" reaching its session by `session: {step.session}`" if step.session else ""
+            return f"it runs interactively, and this target's terminal UI has no {step.kind} command{how}"
         return None
 
     def cannot_express_own_text(self, texts: Iterable[str]) -> str | None:

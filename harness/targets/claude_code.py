@@ -13,9 +13,10 @@ import shutil
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.execution.terminal_ui import ENTER, Dialog, TerminalUI
 from harness.journal.rules import RequestRule
 from harness.targets.agent_cli import AgentCLI
-from harness.targets.base import SessionIdSource, Target
+from harness.targets.base import Interactive, SessionIdSource, Target
 from harness.targets.family import option_lines
 from harness.targets.policy_family import DEFAULT_POLICY, POLICIES, passes_text
 from harness.targets.installs import node_platform, npm_package_dir
@@ -36,6 +37,9 @@ OFFLINE_ENV = {
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_BUG_COMMAND": "1",
     "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
+    # The terminal UI installs the official plugin marketplace at start (github.com, downloads.claude.ai; measured on
+    # 2.1.332 and 2.1.236 in a pty); -p runs never try it.
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
 }
 # Claude Code's own background requests, not turns of the conversation (seen by running
 # 2.0.0 to 2.1.332): session titles, a quota probe, and 2.0.x's small-model helpers.
@@ -78,12 +82,35 @@ def _native_binary(scope_dir: Path) -> Path | None:
     return None
 
 
+# The terminal UI, measured on 2.1.332 and 2.1.236 in a pty (docs/findings/claude-code.md). A fresh HOME's onboarding
+# opens with a connectivity check against api.anthropic.com that fails offline and ends the CLI before any question,
+# so the onboarding is marked done; the questions that follow are answered on screen: whether to trust the folder
+# (2.1.332 points at "No, exit" first, 2.1.236 at "Yes") and whether to use the API key from the environment
+# (both point at "No (recommended)").
+TERMINAL_UI = TerminalUI(
+    ready=r"^─{10,}\n❯\s*$",  # the empty input line between its two rules
+    dialogs=(
+        Dialog("folder trust", screen=r"Is this a project you created or one you trust\?",
+               choose=r"^\s*(❯\s*)?(\d\.\s*)?Yes, I trust this folder\b"),
+        Dialog("API key", screen=r"Do you want to use this API key\?", choose=r"^\s*(❯\s*)?(\d\.\s*)?Yes(\s+✔)?\s*$"),
+    ),
+    quit=("/exit", ENTER),  # typing it opens the command menu, whose Enter runs it
+)
+ONBOARDED = {".claude.json": {"hasCompletedOnboarding": True}}
+# Every request carries the session's id; an interactive run prints none on stdout.
+SESSION_HEADER = SessionIdSource("header", "X-Claude-Code-Session-Id")
+
+
 def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
     def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
         argv = [*command, *middle, "--output-format", "json"]
         if passes_text(policy, first):
             argv += ["--append-system-prompt", "{append}"]
         return tuple(argv)
+
+    def interactive_argv(*middle: str, first: bool) -> tuple[str, ...]:
+        """The same launch without -p: the prompt is typed into the UI."""
+        return (*command, *middle, *(("--append-system-prompt", "{append}") if passes_text(policy, first) else ()))
 
     return Target(
         name=f"{NAME}@{version}+{policy}",
@@ -99,6 +126,11 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         side_calls=SIDE_CALLS,
         # A read-only tool, which -p runs without asking for permission.
         tool_call={"name": "Glob", "input": {"pattern": "*.txt"}},
+        interactive=Interactive(
+            commands={"launch": interactive_argv(first=True),
+                      "resume": interactive_argv("--resume", "{session_id}", first=False)},
+            ui=TERMINAL_UI, session_id=SESSION_HEADER, home_json=ONBOARDED,
+        ),
     )
 
 

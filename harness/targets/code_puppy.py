@@ -15,9 +15,10 @@ import itertools
 import json
 
 from harness.errors import InputError
+from harness.execution.terminal_ui import ENTER, TerminalUI
 from harness.journal.rules import RequestRule
 from harness.targets.agent_cli import escaped
-from harness.targets.base import SessionIdSource, Target
+from harness.targets.base import Interactive, SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
 from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
 
@@ -48,7 +49,11 @@ SESSION_NAME = "harness-session"
 SESSION_ID = SessionIdSource("stdout_regex", r"(?m)^(?:Created new session: |Resumed: [^\n]* from )(\S+)")
 _MODEL_KEY = "harness-model"
 # Its background requests, not turns of the conversation (seen by running 0.0.946).
-SIDE_CALLS = (RequestRule(system=r"You name coding-agent chat sessions"),)
+SIDE_CALLS = (
+    RequestRule(system=r"You name coding-agent chat sessions"),
+    # After each turn in its terminal UI (0.0.946 in a pty): whether the reply only waits for permission to go on.
+    RequestRule(system=r"^Decide whether the assistant is merely waiting for permission"),
+)
 # /compact's summarization request; its reply becomes the summary code-puppy keeps.
 COMPACTION_CALLS = (RequestRule(system=r"^You are a context summarization assistant"),)
 
@@ -104,6 +109,11 @@ def parse_spec(spec: str) -> tuple[str, list[tuple[str, str]]]:
     return version, list(itertools.product(formats, memories))
 
 
+# Its prompt_toolkit REPL, measured on 0.0.946 in a pty: no question once puppy.cfg names the puppy, the owner and
+# the model (the home files every target writes); `>>> ` waits for the prompt, `/exit` and Enter quit.
+TERMINAL_UI = TerminalUI(ready=r"^>>>\s*$", quit=("/exit", ENTER))
+
+
 def build(version: str, wire: str, memory: str, executable: str) -> Target:
     def turn(prompt: str, session: str) -> tuple[str, ...]:
         return (executable, "-p", prompt, "-r", session)
@@ -128,6 +138,10 @@ def build(version: str, wire: str, memory: str, executable: str) -> Target:
         side_calls=SIDE_CALLS,
         compaction_calls=COMPACTION_CALLS,
         adds_own_temporary_text=True,  # its autonomy instruction on every -p run (scenarios/code-puppy/temporary-headless-text.yaml)
+        interactive=Interactive(
+            commands={"launch": (executable, "-r", SESSION_NAME), "resume": (executable, "-r", "{session_id}")},
+            ui=TERMINAL_UI, session_id=SESSION_ID,
+        ),
     )
 
 

@@ -35,6 +35,9 @@ MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "reference
 _BLOCK_TYPES_IN = {
     "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
     "server_tool_use", "web_search_tool_result", "search_result", "container_upload",
+    # tools added mid-conversation (beta mid-conversation-tool-changes-2026-07-01): Claude Code 2.1.332's terminal UI
+    # sends one in a system message on its first interactive turn, and falls back after four refusals
+    "tool_addition",
 }
 
 
