@@ -271,7 +271,7 @@ BAD = [
     ("top-level-list", ("- name: x", "- steps: []"), 1, ["top level must be a mapping", "got a list"]),
     ("top-level-string", ("just text",), 1, ["top level must be a mapping", "got a string"]),
     ("unknown-top-key", (*HEAD, "steps:", "  - launch: {prompt: hi}", "descripton: typo"), 5,
-     ["unknown key 'descripton' (did you mean 'description'? allowed: append, checks, description, expect, min_cache_reuse, name, steps, temporary, workdir)"]),
+     ["unknown key 'descripton' (did you mean 'description'? allowed: append, checks, description, expect, incident, instruction_files, min_cache_reuse, name, steps, temporary, workdir)"]),
     ("missing-name", ("steps:", "  - launch: {prompt: hi}"), 1, ["missing required key 'name'"]),
     ("missing-steps", (*HEAD,), 1, ["missing required key 'steps'"]),
     ("name-list", ("checks: [identity_stable]", "name: [a, b]", "steps: [{launch: {prompt: hi}}]"), 2,
