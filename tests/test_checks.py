@@ -270,3 +270,21 @@ def test_a_failing_verdict_carries_its_requests_marked_as_the_checks_read_them()
 
 def test_a_passing_verdict_carries_no_requests():
     assert run_check(prefix.NAME, context(*conversation([("a", "1"), ("b", "2")]))).request_pair is None
+
+
+def test_prefix_growth_behind_an_attribution_line_in_the_same_block_is_seen():
+    """Older Inspect bridges join Claude Code's attribution header and the whole system prompt in one block: only
+    the header line is metadata (its hash changes per request), so a prompt that grows there fails, and one that
+    does not passes whatever the header says."""
+    from harness.fakeapi.formats.anthropic import _normalize_system
+
+    def system_for(header: str, body: str):
+        return _normalize_system([{"type": "text", "text": f"x-anthropic-billing-header: cch={header};\n{body}",
+                                   "cache_control": {"type": "ephemeral"}}])
+
+    grows = conversation([("a", "1"), ("b", "2")], lambda s: system_for(f"h{s}", "You are Agent X.\n" + "Body. " * s))
+    result = prefix.check(context(*grows))
+    assert result.verdict == "fail" and result.step == 2
+    assert "not compared: the first line of system block(s) 0" in result.message
+    steady = conversation([("a", "1"), ("b", "2")], lambda s: system_for(f"h{s}", "You are Agent X.\nBody."))
+    assert prefix.check(context(*steady)).verdict == "pass"

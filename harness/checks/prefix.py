@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from harness.checks.context import CheckContext
 from harness.checks.evidence import first_difference, per_step_first, series, where
 from harness.journal.conversation import SYSTEM_SEPARATOR
+from harness.fakeapi.cache_sim import keyed_text
 from harness.journal.exchange import Exchange
 from harness.results import ERROR, FAIL, PASS, CheckResult
 
@@ -39,11 +40,16 @@ def prefix_blocks(exchange: Exchange) -> list[tuple[int, str]]:
     blocks = (exchange.normalized or {}).get("system", [])
     last = breakpoint_index(exchange)
     kept = blocks if last is None else blocks[: last + 1]
-    return [(i, b["text"]) for i, b in enumerate(kept) if b.get("cache_key", True)]
+    return [(i, keyed_text(b)) for i, b in enumerate(kept) if b.get("cache_key", True)]
 
 
 def excluded_blocks(exchange: Exchange) -> list[int]:
     return [i for i, b in enumerate((exchange.normalized or {}).get("system", [])) if not b.get("cache_key", True)]
+
+
+def excluded_lines(exchange: Exchange) -> list[int]:
+    """Blocks whose leading line alone is metadata (the attribution header joined to the prompt in one block)."""
+    return [i for i, b in enumerate((exchange.normalized or {}).get("system", [])) if b.get("cache_key_from")]
 
 
 def system_prefix(exchange: Exchange) -> bytes:
@@ -137,6 +143,9 @@ def check(context: CheckContext) -> CheckResult:
     excluded = sorted({i for e in mains for i in excluded_blocks(e)})
     if excluded:
         evidence["excluded_blocks"] = excluded
+    lines = sorted({i for e in mains for i in excluded_lines(e)})
+    if lines:
+        evidence["excluded_first_line_of_blocks"] = lines
     notes = ""
     if declared:
         outcomes = _declared_outcomes(mains, groups, declared)
@@ -151,7 +160,7 @@ def check(context: CheckContext) -> CheckResult:
         else:
             headline = f"prefix ({len(system_prefix(first))} bytes) identical in all {len(mains)} requests"
         return CheckResult(
-            NAME, PASS, headline + notes + _excluded_note(excluded),
+            NAME, PASS, headline + notes + _excluded_note(excluded, lines),
             expected=len(system_prefix(first)), observed=len(system_prefix(mains[-1])), evidence=evidence,
         )
     culprit = changed[0]
@@ -174,7 +183,7 @@ def check(context: CheckContext) -> CheckResult:
         + diff.render(f"{where(base)}", f"{where(culprit)}")
         + f"\n  prefix length by step: {length_series} bytes (steps {', '.join(str(s) for s, _ in lengths)})"
         + f"\n  steps whose prefix differs from step {_differs_from(changed, reference)}"
-        + notes + _excluded_note(excluded),
+        + notes + _excluded_note(excluded, lines),
         step=culprit.step, request=culprit.seq, expected=diff.expected_length, observed=diff.observed_length,
         evidence=evidence,
     )
@@ -197,8 +206,13 @@ def _differs_from(changed: list[Exchange], reference: dict[int, Exchange]) -> st
     return "; ".join(parts)
 
 
-def _excluded_note(excluded: list[int]) -> str:
-    if not excluded:
-        return ""
-    blocks = ", ".join(str(i) for i in excluded)
-    return f"\n  not compared: system block(s) {blocks}, request attribution the provider reads as metadata, outside the cache key"
+def _excluded_note(excluded: list[int], lines: list[int] = ()) -> str:
+    note = ""
+    if excluded:
+        blocks = ", ".join(str(i) for i in excluded)
+        note += f"\n  not compared: system block(s) {blocks}, request attribution the provider reads as metadata, outside the cache key"
+    if lines:
+        blocks = ", ".join(str(i) for i in lines)
+        note += (f"\n  not compared: the first line of system block(s) {blocks}, request attribution joined to the "
+                 "prompt, which the provider reads as metadata")
+    return note

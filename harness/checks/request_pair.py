@@ -55,7 +55,7 @@ def _shown(exchange: Exchange, context: CheckContext) -> ShownRequest:
     kept = prefix_blocks(exchange)
     starts, position = {}, 0
     for index, text in kept:
-        starts[index] = position
+        starts[index] = position - blocks[index].get("cache_key_from", 0)  # marks count from the block's first byte
         position += len(text) + len(BLOCK_SEPARATOR)
     prefix_text = BLOCK_SEPARATOR.join(text for _, text in kept)
     last = breakpoint_index(exchange)

@@ -104,6 +104,11 @@ class CacheFigures:
 # --------------------------------------------------------------------------- canonical bytes
 
 
+def keyed_text(block: dict[str, Any]) -> str:
+    """The part of a system block in the cache key: all of it, but for a leading metadata line (`cache_key_from`)."""
+    return block["text"][block.get("cache_key_from", 0):]
+
+
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # a lone surrogate is legal as a JSON escape: count it, do not fail
 
@@ -143,7 +148,7 @@ def anthropic_units(normalized: dict[str, Any]) -> list[tuple[bytes, bool]]:
     for block in normalized.get("system") or []:
         if not block.get("cache_key", True):
             continue
-        units.append((b"system:" + _utf8(block["text"]), block.get("cache_control") is not None))
+        units.append((b"system:" + _utf8(keyed_text(block)), block.get("cache_control") is not None))
     for message in normalized.get("messages") or []:
         for j, block in enumerate(message.get("content") or []):
             clean, marked = _strip_cache_control(block)

@@ -146,7 +146,11 @@ def _normalize_system(system: Any) -> list[dict[str, Any]]:
             raise BadRequest(f"system.{i}: Input should be a text block")
         entry = {"text": block["text"], "cache_control": block.get("cache_control")}
         if block["text"].startswith(BILLING_HEADER):
-            entry["cache_key"] = False
+            line_end = block["text"].find("\n")
+            if line_end == -1 or not block["text"][line_end + 1:].strip():
+                entry["cache_key"] = False
+            else:  # the header line leads a block of prompt (older Inspect bridges join the system prompt in one
+                entry["cache_key_from"] = line_end + 1  # block): only the line is metadata, the rest is prompt
         blocks.append(entry)
     return blocks
 
