@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.inspect_swe.launcher import InspectLauncher, package_root
+from harness.inspect_swe.launcher import InspectLauncher, has_pin_filter, package_root
 from harness.inspect_swe.plan import COMPACT_PROMPT, plan_of
 from harness.scenario.reader import scenario_from_text
 from harness.targets import claude_code, expectation_name_problem
@@ -149,3 +149,49 @@ def test_a_workspace_the_private_var_tmp_would_hide_is_refused(tmp_path):
     workspace = Workspace(Path("/var/tmp/harness-run-x"))
     with pytest.raises(InputError, match="is under /var/tmp, which the eval gets a private copy of"):
         launcher(tmp_path).prepare(scenario('  - launch: {prompt: "Hi", reply: "x"}'), workspace, "http://x")
+
+
+# --------------------------------------------------------------------------- a release from before the pin
+
+WITH_PIN = "from .systemprompt import pin_system_prompt_filter\n"
+WITHOUT_PIN = "def claude_code(system_prompt=None):\n    pass\n"
+
+
+def launcher_module(root: Path, text: str) -> Path:
+    module = root / "inspect_swe" / "_claude_code" / "claude_code.py"
+    module.parent.mkdir(parents=True, exist_ok=True)
+    (root / "inspect_swe" / "__init__.py").write_text("")
+    module.write_text(text)
+    return root
+
+
+ONE_LAUNCH = '  - launch: {prompt: "Hi", reply: "x"}'
+
+
+@pytest.mark.parametrize("text, pin_refused", [(WITHOUT_PIN, True), (WITH_PIN, False)])
+def test_pin_on_a_release_without_the_pin_filter_cannot_be_expressed(tmp_path, text, pin_refused):
+    """Read from the installed module, as 0.2.70 (without) and 0.2.71 (with) ship it; +no-pin runs either."""
+    launcher_module(tmp_path / "venv" / "lib" / "python3.11" / "site-packages", text)
+    problems = launcher(tmp_path).problems(scenario(ONE_LAUNCH))
+    assert any(p.startswith("+pin: this inspect_swe has no bridge-side system-prompt pin") for p in problems) == pin_refused
+    assert InspectLauncher(venv=tmp_path / "venv", claude=("/bin/claude",), pin=False).problems(scenario(ONE_LAUNCH)) == []
+    codex = InspectLauncher(venv=tmp_path / "venv", claude=("/bin/codex",), pin=True, agent="codex_cli")
+    assert not any(p.startswith("+pin") for p in codex.problems(scenario(ONE_LAUNCH)))  # the pin is claude_code()'s alone
+
+
+def test_the_pin_is_looked_for_in_the_checkout_and_revision_that_will_run(tmp_path):
+    import subprocess
+
+    repo = launcher_module(tmp_path / "repo" / "src", WITHOUT_PIN).parent
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "before"], check=True)
+    before = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    launcher_module(repo / "src", WITH_PIN)
+    subprocess.run([*git, "commit", "-qam", "pin"], check=True)
+    after = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert has_pin_filter(tmp_path / "no-venv", repo, before) is False
+    assert has_pin_filter(tmp_path / "no-venv", repo, after) is True
+    assert has_pin_filter(tmp_path / "no-venv", repo, None) is True  # the working tree
+    assert has_pin_filter(tmp_path / "no-venv", None, None) is None  # nothing to read: not refused on a guess

@@ -15,8 +15,10 @@ the inspect-swe family's targets run their steps through (LauncherSteps).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -30,6 +32,10 @@ from harness.scenario.model import Scenario
 from harness.isolation.workspace import FAKE_API_KEY, Workspace
 
 TEMPLATE = Path(__file__).with_name("task_template.py")
+# The bridge-side system-prompt pin (`+pin`), and the module that applies it: the task template swaps it out for
+# `+no-pin`, and a release without it (inspect_swe 0.2.70 and older) cannot be asked to pin.
+PIN_FILTER = "pin_system_prompt_filter"
+LAUNCHER_MODULE = "inspect_swe/_claude_code/claude_code.py"
 PRIVATE_VAR_TMP = Path("/var/tmp")  # where Inspect's local sandbox puts its tools and bridge services
 # The pinned Claude Code's own default model: claude_code() presents the served model to the CLI, and its context
 # window (so when it compacts by itself) follows the name; with claude-sonnet-4-5, 2.1.332 never auto-compacts.
@@ -67,7 +73,11 @@ class InspectLauncher:
         return None
 
     def problems(self, scenario: Scenario) -> list[str]:
-        return plan_of(scenario, pin=self.pin, cwd="", agent=self.agent)[1]
+        problems = plan_of(scenario, pin=self.pin, cwd="", agent=self.agent)[1]
+        if self.agent == DEFAULT and self.pin and has_pin_filter(self.venv, self.checkout, self.revision) is False:
+            problems.insert(0, f"+pin: this inspect_swe has no bridge-side system-prompt pin ({PIN_FILTER} is not in its "
+                               f"{LAUNCHER_MODULE}); +no-pin runs it as released")
+        return problems
 
     def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall:
         if workspace.root.resolve().is_relative_to(PRIVATE_VAR_TMP):
@@ -128,6 +138,25 @@ class InspectLauncher:
         if status != "success":
             return LauncherOutcome(error=f"the eval ended with status {status}: {_first_line(log.get('error') or {})}", notes=notes)
         return LauncherOutcome(notes=notes)
+
+
+@functools.lru_cache(maxsize=None)
+def has_pin_filter(venv: Path, checkout: Path | None, revision: str | None) -> bool | None:
+    """Whether the launcher's code that will run has the pin, read from that code rather than a list of releases
+    (it arrived in 0.2.71, and a checkout may have it at any commit). None: the module is not where it was."""
+    text = None
+    if checkout is not None and revision is not None:
+        for prefix in ("src/", ""):
+            shown = subprocess.run(["git", "-C", str(checkout), "show", f"{revision}:{prefix}{LAUNCHER_MODULE}"],
+                                   capture_output=True, text=True, timeout=60)
+            if shown.returncode == 0:
+                text = shown.stdout
+                break
+    else:
+        roots = [package_root(checkout)] if checkout is not None else sorted(venv.glob("lib/python*/site-packages"))
+        found = [root / LAUNCHER_MODULE for root in roots if (root / LAUNCHER_MODULE).is_file()]
+        text = found[0].read_text(encoding="utf-8", errors="replace") if found else None
+    return None if text is None else re.search(rf"\b{PIN_FILTER}\b", text) is not None
 
 
 def package_root(root: Path) -> Path:

@@ -19,14 +19,14 @@ from inspect_ai.solver import chain, solver
 
 PLAN = json.loads(Path(__file__).with_name("plan.json").read_text(encoding="utf-8"))
 
-if not PLAN["pin"]:
+if not PLAN["pin"] and PLAN["agent"] == "claude_code":
     # +no-pin: the bridge filter that puts the first launch's system prompt back into resumed requests is
-    # replaced by the caller's own filter (none), so the requests show what each launch really sent.
+    # replaced by the caller's own filter (none), so the requests show what each launch really sent. A release
+    # from before the pin has nothing to switch off (the harness read its module: InspectLauncher.problems).
     import inspect_swe._claude_code.claude_code as launcher_module
 
-    if not hasattr(launcher_module, "pin_system_prompt_filter"):
-        raise RuntimeError("+no-pin: this inspect_swe has no pin_system_prompt_filter to switch off")
-    launcher_module.pin_system_prompt_filter = lambda session_id, user_filter: user_filter
+    if hasattr(launcher_module, "pin_system_prompt_filter"):
+        launcher_module.pin_system_prompt_filter = lambda session_id, user_filter: user_filter
 
 import inspect_swe  # noqa: E402 - after the pin switch, which claude_code() reads when called
 

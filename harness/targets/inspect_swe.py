@@ -35,7 +35,9 @@ from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_di
 NAME = "inspect-swe"
 PACKAGE = "inspect-swe"
 # The eval framework and the SDK its Anthropic provider needs: for the measured release, the versions it was
-# measured with (inspect-ai changes often); for any other, whatever pip resolves then (recorded in the tool folder).
+# measured with (inspect-ai changes often); for any other, the newest the package index had when that release came
+# out (an old release with today's companions may not even import: 0.2.45 and agent-client-protocol 0.12), recorded
+# in the tool folder's resolved.txt (harness/targets/installs.py).
 MEASURED_COMPANIONS = ("inspect-ai==0.3.285", "anthropic==2.14.0")
 COMPANIONS = ("inspect-ai", "anthropic")
 # The Inspect bridge translates codex's Responses requests with the OpenAI SDK and gemini's with google-genai (it
@@ -234,4 +236,5 @@ FAMILY = SpecFamily(
     # antigravity's SDK (its engine inside) each a virtualenv of its own, installed apart from that virtualenv.
     defaults=(f"{NAME}@{MEASURED_VERSION}", *(f"{NAME}@{MEASURED_VERSION}+agent={agent}"
                                             for agent in ("codex_cli", "kimi_code", "mini_swe_agent", "antigravity"))),
+    releases=("pypi", PACKAGE),
 )

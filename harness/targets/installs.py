@@ -7,7 +7,9 @@ once marked complete, so parallel workers asking for the same version install it
 once and nobody ever runs a half-installed tool. npm packages are staged and
 renamed into place; a Python virtualenv cannot move (its scripts name their
 interpreter by absolute path), so it is built in place and a leftover without the
-mark is removed first.
+mark is removed first. Its dependencies are resolved as of the release's upload
+(an old launcher with today's libraries may not even import), and what they came
+to is written beside it (resolved.txt), since a verdict depends on them too.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
 from harness.config import TOOLS_ENV
 from harness.errors import InputError
+from harness.targets.release_index import release
 
 ENV_VAR = TOOLS_ENV
 VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?")
@@ -120,7 +124,8 @@ def _install_step(argv: list[str], what: str, partial: Path, reason: Callable[[s
 def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False, companions: tuple[str, ...] = ()) -> Path:
     """A virtualenv of its own holding `package==version` from PyPI, installing it on first use.
 
-    `companions`: packages installed with it, at whatever versions pip resolves then (recorded in the mark).
+    `companions`: packages installed with it; each pinned one (`NAME==X`) as named, the others, like every
+    dependency, as the package index had them when the newest pinned release came out (resolved.txt).
     """
     if not VERSION_RE.fullmatch(version):
         raise InputError(f"{tool}: expected an exact version such as 0.0.946, got {version!r}")
@@ -137,32 +142,114 @@ def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False, 
     return venv
 
 
+def resolved_set(tool: str, version: str) -> list[str] | None:
+    """`name==version` of everything in that install's virtualenv, as resolved when it was made (None: made before
+    the harness recorded it). A verdict on an old release depends on its companions as much as on the release."""
+    path = tools_root() / tool / version / RESOLVED
+    if not path.is_file():
+        return None
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def resolved_as_of(tool: str, version: str) -> str | None:
+    """The upload-time cutoff that install resolved under (ISO 8601, UTC), from resolved.txt's first line."""
+    path = tools_root() / tool / version / RESOLVED
+    if not path.is_file():
+        return None
+    match = re.search(rf"^{re.escape(_AS_OF)}(\S+)", path.read_text(), re.MULTILINE)
+    return match.group(1) if match else None
+
+
 def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, quiet: bool,
                  companions: tuple[str, ...] = ()) -> None:
+    what = f"{package}=={version}"
+    pinned = [(package, version)] + [exact for exact in map(_exact, companions) if exact is not None]
+    try:  # asked before anything is made: a release the index lacks leaves no folder behind
+        uploaded = {name: release("pypi", name, pinned_version).uploaded for name, pinned_version in pinned}
+    except InputError as exc:
+        raise InputError(f"cannot install {what}: {exc}") from None
+    # Everything resolves as of the newest pinned release: the first moment the named set could be installed together
+    # (a cutoff at the launcher's own time could refuse a newer pinned companion's requirements). The pinned packages
+    # themselves are exempt (--exclude-newer-package NAME=now): `==X` already chose the release, and a file of it
+    # uploaded seconds after the first must not make it vanish. uv, not pip: pip has no upload-time cutoff.
+    as_of = max(uploaded.values())
+    now = datetime.now(timezone.utc)
     if not quiet:
-        print(f"harness: installing {package}=={version} into {venv} (first use)", file=sys.stderr, flush=True)
+        print(f"harness: installing {what} into {venv} (first use; dependencies as of {_iso(as_of)})", file=sys.stderr, flush=True)
     started = time.monotonic()
+    uv = _uv()
+    python = str(venv / "bin" / "python")
     steps = [
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-input", f"{package}=={version}", *companions],
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+        [uv, "pip", "install", "--quiet", "--no-progress", "--python", python, "--exclude-newer", _iso(as_of),
+         *(arg for name in uploaded for arg in ("--exclude-newer-package", f"{name}={_iso(now)}")),
+         what, *companions],
     ]
     for argv in steps:
-        _install_step(argv, f"{package}=={version}", home, lambda err: _pip_reason(err, package, version))
-    (home / ".complete").write_text(f"{package}=={version}\n" + "".join(f"{c}\n" for c in _installed(venv, companions)))
+        _install_step(argv, what, home, lambda err: _uv_reason(err, package, version))
+    frozen = _freeze(uv, python, what, home)
+    newest = max(uploaded, key=uploaded.get)
+    (home / RESOLVED).write_text(f"{_AS_OF}{_iso(as_of)} (the upload of {newest}=={dict(pinned)[newest]})\n" + frozen)
+    (home / ".complete").write_text(f"{what}\n" + "".join(f"{c}\n" for c in _installed(frozen, companions)))
     if not quiet:
-        print(f"harness: installed {package}=={version} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+        print(f"harness: installed {what} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
 
 
-def _installed(venv: Path, packages: tuple[str, ...]) -> list[str]:
-    """`name==version` of each package as installed in the venv (what pip resolved)."""
+RESOLVED = "resolved.txt"
+_AS_OF = "# resolved by uv with --exclude-newer "
+
+
+def _exact(requirement: str) -> tuple[str, str] | None:
+    match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s,;*]+)\s*", requirement)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _uv() -> str:
+    """uv from the harness's own install (a dependency), else beside this interpreter, else on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        pass
+    beside = Path(sys.executable).parent / "uv"
+    found = str(beside) if beside.is_file() else shutil.which("uv")
+    if found is None:
+        raise InputError("installing a Python launcher needs uv (a dependency of the harness); reinstall the harness")
+    return found
+
+
+def _freeze(uv: str, python: str, what: str, home: Path) -> str:
+    try:
+        done = subprocess.run([uv, "pip", "freeze", "--python", python], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        done = None
+    if done is None or done.returncode != 0:
+        shutil.rmtree(home, ignore_errors=True)
+        raise InputError(f"cannot install {what}: `uv pip freeze` could not list what was installed")
+    return done.stdout
+
+
+def _installed(frozen: str, packages: tuple[str, ...]) -> list[str]:
+    """`name==version` of each package as resolved, named as the caller named it."""
+    versions = {}
+    for line in frozen.splitlines():
+        name, sep, found = line.partition("==")
+        if sep:
+            versions[_normal(name)] = found.strip()
     found = []
     for requirement in packages:
         name = re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0]
-        done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", name], capture_output=True, text=True, timeout=120)
-        version = re.search(r"^Version: (\S+)", done.stdout, re.MULTILINE)
-        found.append(f"{name}=={version.group(1) if version else '?'}")
+        found.append(f"{name}=={versions.get(_normal(name), '?')}")
     return found
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def pip_latest_version(package: str) -> str:
@@ -179,11 +266,11 @@ def pip_latest_version(package: str) -> str:
     return match.group(1)
 
 
-def _pip_reason(stderr: str, package: str, version: str) -> str:
-    if "No matching distribution" in stderr or "Could not find a version" in stderr:
-        return f"the package index has no version {version} of {package} (`pip index versions {package}` lists them)"
-    lines = [line for line in stderr.strip().splitlines() if line.strip() and not line.startswith("WARNING")]
-    return "pip failed: " + (" | ".join(lines[-3:]) if lines else "no error output")
+def _uv_reason(stderr: str, package: str, version: str) -> str:
+    if "no version of" in stderr and f"{package}=={version}" in stderr:
+        return f"the package index has no version {version} of {package}"
+    lines = [line.strip(" ×╰─▶│") for line in stderr.strip().splitlines() if line.strip() and not line.startswith("warning")]
+    return "uv failed: " + (" | ".join(line for line in lines[-4:] if line) if lines else "no error output")
 
 
 def _npm_reason(stderr: str, package: str, version: str) -> str:
