@@ -35,6 +35,7 @@ TEMPLATE = Path(__file__).with_name("task_template.py")
 # The bridge-side system-prompt pin (`+pin`), and the module that applies it: the task template swaps it out for
 # `+no-pin`, and a release without it (inspect_swe 0.2.70 and older) cannot be asked to pin.
 PIN_FILTER = "pin_system_prompt_filter"
+REPLACE_PARAMETER = "replace_system_prompt"  # claude_code()'s, from 0.2.68 on (`+replace`)
 LAUNCHER_MODULE = "inspect_swe/_claude_code/claude_code.py"
 PRIVATE_VAR_TMP = Path("/var/tmp")  # where Inspect's local sandbox puts its tools and bridge services
 # The pinned Claude Code's own default model: claude_code() presents the served model to the CLI, and its context
@@ -56,6 +57,7 @@ class InspectLauncher:
     env: tuple[tuple[str, str], ...] = ()  # the CLI's offline switches, for the eval (and so the agent) to inherit
     path: tuple[str, ...] = ()  # folders the agent's setup looks for its helpers in (ripgrep for opencode)
     home_files: tuple[tuple[str, str], ...] = ()  # HOME-relative path -> text, written before the eval
+    replace: bool = False  # the scenario's text as claude_code(replace_system_prompt=...), not a system message
 
     def real_binary(self) -> list[str]:
         return list(self.claude)
@@ -77,6 +79,9 @@ class InspectLauncher:
         if self.agent == DEFAULT and self.pin and has_pin_filter(self.venv, self.checkout, self.revision) is False:
             problems.insert(0, f"+pin: this inspect_swe has no bridge-side system-prompt pin ({PIN_FILTER} is not in its "
                                f"{LAUNCHER_MODULE}); +no-pin runs it as released")
+        if self.replace and launcher_mentions(self.venv, self.checkout, self.revision, REPLACE_PARAMETER) is False:
+            problems.insert(0, f"+replace: this inspect_swe's claude_code() has no {REPLACE_PARAMETER} parameter "
+                               f"(not in its {LAUNCHER_MODULE}; it arrived in 0.2.68)")
         return problems
 
     def prepare(self, scenario: Scenario, workspace: Workspace, base_url: str) -> LauncherCall:
@@ -86,7 +91,7 @@ class InspectLauncher:
         folder = workspace.root / "inspect"
         folder.mkdir(parents=True, exist_ok=True)
         plan, _ = plan_of(scenario, pin=self.pin, cwd=str(workspace.workdir), agent=self.agent)
-        plan.cli_version, plan.real_cli = self.cli_version, list(self.claude)
+        plan.cli_version, plan.real_cli, plan.replace = self.cli_version, list(self.claude), self.replace
         for relative, text in self.home_files:
             (workspace.home / relative).parent.mkdir(parents=True, exist_ok=True)
             (workspace.home / relative).write_text(text, encoding="utf-8")
@@ -99,6 +104,11 @@ class InspectLauncher:
             env["PYTHONPATH"] = str(source)
         private = workspace.root / "var-tmp"
         private.mkdir(exist_ok=True)
+        # TMPDIR inside the private /var/tmp: the sandbox tools server of Inspect 0.3.234-0.3.255 (tools v18) binds
+        # TMPDIR/sandbox-tools/sandbox-tools.sock, which under the workspace's own tmp is longer than the 107 bytes
+        # AF_UNIX allows ("OSError: AF_UNIX path too long"), so those releases never got to launch.
+        (private / "tmp").mkdir(exist_ok=True)
+        env["TMPDIR"] = str(PRIVATE_VAR_TMP / "tmp")
         argv = [str(self.venv / "bin" / "inspect"), "eval", "task.py",  # Inspect takes task files relative to its folder
                 "--model", EVAL_MODEL, "--model-base-url", base_url, "-M", f"api_key={FAKE_API_KEY}",
                 "--log-dir", str(folder / "logs"), "--log-format", "json", "--display", "plain"]
@@ -140,10 +150,16 @@ class InspectLauncher:
         return LauncherOutcome(notes=notes)
 
 
-@functools.lru_cache(maxsize=None)
 def has_pin_filter(venv: Path, checkout: Path | None, revision: str | None) -> bool | None:
     """Whether the launcher's code that will run has the pin, read from that code rather than a list of releases
     (it arrived in 0.2.71, and a checkout may have it at any commit). None: the module is not where it was."""
+    return launcher_mentions(venv, checkout, revision, PIN_FILTER)
+
+
+@functools.lru_cache(maxsize=None)
+def launcher_mentions(venv: Path, checkout: Path | None, revision: str | None, word: str) -> bool | None:
+    """Whether claude_code()'s module in the code that will run names `word` (the pin filter, replace_system_prompt).
+    None: the module is not where it was."""
     text = None
     if checkout is not None and revision is not None:
         for prefix in ("src/", ""):
@@ -156,7 +172,7 @@ def has_pin_filter(venv: Path, checkout: Path | None, revision: str | None) -> b
         roots = [package_root(checkout)] if checkout is not None else sorted(venv.glob("lib/python*/site-packages"))
         found = [root / LAUNCHER_MODULE for root in roots if (root / LAUNCHER_MODULE).is_file()]
         text = found[0].read_text(encoding="utf-8", errors="replace") if found else None
-    return None if text is None else re.search(rf"\b{PIN_FILTER}\b", text) is not None
+    return None if text is None else re.search(rf"\b{re.escape(word)}\b", text) is not None
 
 
 def package_root(root: Path) -> Path:

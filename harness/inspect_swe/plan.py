@@ -39,6 +39,7 @@ class Plan:
     agent: str = DEFAULT  # which inspect_swe agent the task runs (harness/inspect_swe/agents.py)
     cli_version: str = ""  # the CLI build's version, where the agent is told it (gemini_cli's install check)
     real_cli: list[str] = field(default_factory=list)  # that build's argv prefix, for a version probe not recorded
+    replace: bool = False  # `system` goes as claude_code(replace_system_prompt=...), not as the sample's system message
 
     def to_json(self) -> dict:
         return asdict(self)

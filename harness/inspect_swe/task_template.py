@@ -144,11 +144,13 @@ def user_turn(text):
 def harness_scenario():
     if PLAN["takes_attempts"]:  # antigravity() has none (the plan refuses incorrect-answer retries for it)
         OPTIONS["attempts"] = AgentAttempts(attempts=PLAN["attempts"], incorrect_message=incorrect_message)
+    if PLAN.get("replace"):  # +replace: the caller's text becomes Claude Code's whole system prompt (--system-prompt)
+        OPTIONS["replace_system_prompt"] = PLAN["system"]
     agent = AGENT(cwd=PLAN["cwd"], **OPTIONS)
     solvers = [as_solver(agent)]
     for text in PLAN["turns"][1:]:
         solvers += [user_turn(text), as_solver(agent)]
-    first = [ChatMessageSystem(content=PLAN["system"])] if PLAN["system"] is not None else []
+    first = [ChatMessageSystem(content=PLAN["system"])] if PLAN["system"] is not None and not PLAN.get("replace") else []
     return Task(
         dataset=[Sample(input=[*first, ChatMessageUser(content=PLAN["turns"][0])], target="")],
         solver=chain(*solvers),

@@ -1,4 +1,4 @@
-"""inspect_swe's agents as targets: `inspect-swe[@VERSION|@latest][+agent=AGENT][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]]`.
+"""inspect_swe's agents as targets: `inspect-swe[@VERSION|@latest][+agent=AGENT][+CLI@X.Y.Z][+pin|+no-pin|+*][+replace][+checkout=PATH[#REV]]`.
 
 The first seed's incident was in this launcher: the caller's system messages
 went to Claude Code on a session's first launch only, and a bridge-side pin
@@ -15,6 +15,8 @@ gemini_cli, opencode, kimi_code, mini_swe_agent or antigravity, each launching t
 build of its CLI (`+codex@`, `+gemini-cli@`, `+opencode@`, `+kimi-code@`, `+mini-swe-agent@`; antigravity's SDK
 `+google-antigravity@`). The pin is claude_code()'s
 alone: the other agents' names carry no pin part, and asking for one is an error.
+`+replace` (claude_code only) gives the scenario's text as claude_code(replace_system_prompt=...), Claude Code's
+whole system prompt (`--system-prompt`), instead of a system message of the sample (`--append-system-prompt`).
 """
 
 from __future__ import annotations
@@ -54,15 +56,17 @@ PINS = {"pin": "inspect_swe's bridge-side system-prompt pin on, as released",
         "no-pin": "the pin switched off: the requests show what each launch sent"}
 DEFAULT_PIN = "pin"
 EVERY_PIN = "*"
+# claude_code(replace_system_prompt=TEXT), inspect_swe 0.2.68 and later: the scenario's text replaces Claude Code's prompt
+REPLACE = "replace"
 STEP_TIMEOUT_S = 180.0  # one launch, as claude_code() runs it; the eval gets the sum and its own start-up
 AGENT_OPTION = "agent="
 # Each agent's CLI: the family whose pinned build it launches, and how that build is run.
 CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode,
                 "kimi-code": kimi_code, "mini-swe-agent": mini_swe_agent, "google-antigravity": antigravity}
 CLI_OF = {name: agent.cli for name, agent in AGENTS.items()}
-USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+checkout=PATH[#REV]] "
+USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+{REPLACE}][+checkout=PATH[#REV]] "
          f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode, kimi-code, mini-swe-agent, google-antigravity) "
-         f"and the pin claude_code's only "
+         f"and the pin and +{REPLACE} claude_code's only "
          f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin, {NAME}@0.2.72+agent=codex_cli+codex@{codex.PINNED_VERSION})")
 
 
@@ -74,6 +78,7 @@ class Spec:
     pins: list[str]  # empty for an agent without the pin
     checkout: Path | None
     revision: str | None
+    replace: bool = False  # the scenario's text as replace_system_prompt=, not a system message
 
 
 def targets(spec: str) -> list[Target]:
@@ -90,7 +95,8 @@ def targets(spec: str) -> list[Target]:
     commit = _commit(checkout, revision) if checkout is not None and revision is not None else None
     if checkout is not None and commit is None:
         package_root(checkout)
-    return [build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit, agent=parsed.agent)
+    return [build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit, agent=parsed.agent,
+                  replace=parsed.replace)
             for pin in (parsed.pins or [None])]
 
 
@@ -117,6 +123,7 @@ def parse(spec: str) -> Spec:
         rest = rest[1:]
     parts = [p for p in rest.split("+") if p]
     agent = DEFAULT
+    replace = False
     for part in parts:
         if part.startswith(AGENT_OPTION):
             agent = part[len(AGENT_OPTION):]
@@ -131,6 +138,10 @@ def parse(spec: str) -> Spec:
             cli_version = part[len(cli) + 1:]
         elif (part in PINS or part == EVERY_PIN) and not AGENTS[agent].has_pin:
             raise InputError(f"bad target {spec!r}: +{part}: the pin is claude_code()'s alone; {agent}() has none; {USAGE}")
+        elif part == REPLACE:
+            if agent != DEFAULT:
+                raise InputError(f"bad target {spec!r}: +{REPLACE}: replace_system_prompt= is claude_code()'s alone; {USAGE}")
+            replace = True
         elif part in PINS:
             pins = [part]
         elif part == EVERY_PIN:
@@ -146,7 +157,7 @@ def parse(spec: str) -> Spec:
         if not checkout.is_dir():
             raise InputError(f"target {spec!r}: checkout folder {checkout} does not exist")
         revision = revision or None
-    return Spec(version, agent, cli_version, pins, checkout, revision)
+    return Spec(version, agent, cli_version, pins, checkout, revision, replace)
 
 
 def parse_spec(spec: str) -> tuple[str, str, list[str], Path | None, str | None]:
@@ -184,14 +195,16 @@ def _commit(checkout: Path, revision: str) -> str:
 
 
 def build(version: str, cli_version: str, pin: str | None, venv: Path, command: tuple[str, ...],
-          checkout: Path | None, revision: str | None, commit: str | None, agent: str = DEFAULT) -> Target:
+          checkout: Path | None, revision: str | None, commit: str | None, agent: str = DEFAULT,
+          replace: bool = False) -> Target:
     kind = AGENTS[agent]
     name = f"{NAME}@{version}" + ("" if agent == DEFAULT else f"+agent={agent}") + f"+{kind.cli}@{cli_version}"
     name += f"+{pin}" if pin is not None else ""
+    name += f"+{REPLACE}" if replace else ""
     if checkout is not None:
         name += f"+checkout={checkout}" + (f"#{revision}" if revision else "")
     launcher = InspectLauncher(venv=venv, claude=command, pin=pin != "no-pin", checkout=checkout, revision=commit,
-                               binary=kind.binary, **({} if agent == DEFAULT else
+                               binary=kind.binary, replace=replace, **({} if agent == DEFAULT else
                                                       {"agent": agent, "cli_version": cli_version, **_offline(agent)}))
     return Target(
         name=name,
@@ -230,6 +243,8 @@ FAMILY = SpecFamily(
            *(f"  +agent={name:<24} launches {agent.cli} (+{agent.cli}@X.Y.Z, default its pinned build)"
              + (" (default)" if name == DEFAULT else "") for name, agent in AGENTS.items()),
            *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting (claude_code only: the others have no pin)"),
+           f"  +{REPLACE:<30} the scenario's text as replace_system_prompt= (--system-prompt), not a system message "
+           f"(claude_code only; inspect_swe 0.2.68 and later)",
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
     # `make tools`: the measured release with claude_code(), and the virtualenv the other agents share.
     # kimi_code's CLI and its Node.js are npm packages of their own; mini_swe_agent's mini-swe-agent and
