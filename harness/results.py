@@ -145,6 +145,7 @@ class RunResult:
     interrupted: bool = False  # the harness was stopped (Ctrl-C, SIGTERM) during or before this run
     cannot_express: str | None = None  # why the target cannot carry out this scenario (status cannot-express)
     harness_failure: str | None = None  # the harness failed on its own (a journal or workspace the disk refused), not the agent
+    installed: list[str] = field(default_factory=list)  # the target's install as resolved (Target.installed)
 
     @property
     def as_expected(self) -> bool:

@@ -268,11 +268,22 @@ def _run_section(number: int, result: RunResult, folder: str) -> str:
              ("journal", result.journal), ("launch journal", result.launch_journal), ("workspace kept at", result.workspace)]
     parts.append(f'<dl class="targets facts"><dt>duration</dt><dd>{result.duration_s:.2f}s</dd>'
                  + "".join(f"<dt>{label}</dt><dd><code>{esc(value)}</code></dd>" for label, value in facts if value)
-                 + "</dl>")
+                 + _installed(result) + "</dl>")
     parts += [_timeline(result), _caller_table(result), _checks_table(number, result)]
     parts += [_evidence(number, result, check) for check in result.checks if check.verdict == FAIL]
     parts.append("</section>")
     return "\n".join(p for p in parts if p)
+
+
+def _installed(result: RunResult) -> str:
+    """The target's install as resolved, folded: an old release is judged with the dependencies listed here."""
+    if not result.installed:
+        return ""
+    head, *rest = result.installed
+    summary = f"{esc(head)}, {len(rest)} package(s)" if head.startswith(("resolved", "dependencies")) else \
+        f"{len(result.installed)} package(s)"
+    items = "".join(f"<li><code>{esc(line)}</code></li>" for line in result.installed)
+    return f'<dt>installed</dt><dd class="installed"><details><summary>{summary}</summary><ul>{items}</ul></details></dd>'
 
 
 def _timeline(result: RunResult) -> str:

@@ -135,6 +135,7 @@ def run_scenario(
         scenario_path=str(scenario.path) if scenario.path else None,
         journal=str(journal_path) if journal_path else None,
         launch_journal=str(run.launches_path) if run.launches_path else None,
+        installed=list(target.installed),
     )
     stopped = False
     try:
@@ -178,7 +179,8 @@ def cannot_express(scenario: Scenario, target: Target, reason: str) -> RunResult
     message = f"{target.name} cannot express this scenario: {reason}"
     checks = [CheckResult(name, CANNOT_EXPRESS, message, expected_verdict=CANNOT_EXPRESS) for name in scenario.checks]
     return RunResult(scenario=scenario.name, target=target.name, status=CANNOT_EXPRESS, checks=checks,
-                     scenario_path=str(scenario.path) if scenario.path else None, cannot_express=reason)
+                     scenario_path=str(scenario.path) if scenario.path else None, cannot_express=reason,
+                     installed=list(target.installed))
 
 
 def _step_done(result: RunResult, progress: Progress, scenario: Scenario, target: Target, step_result: StepResult) -> None:

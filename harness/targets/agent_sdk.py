@@ -13,7 +13,7 @@ SDKs' step scripts take the same arguments, so one `build` serves both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -45,6 +45,7 @@ class Installed:
     step_command: tuple[str, ...]  # argv prefix of the step script (its interpreter and the script)
     bundled_cli: Path
     bundled_version: str
+    record: tuple[str, ...] = ()  # the release and its dependencies as resolved (installs.install_record)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ class AgentSDKFamily:
             cli_version, cli = installed.bundled_version, (str(installed.bundled_cli),)
         else:
             cli = claude_code.cli_command(cli_version)
-        return [build(self, version, cli_version, policy, installed.step_command, cli) for policy in policies]
+        return [replace(build(self, version, cli_version, policy, installed.step_command, cli), installed=installed.record)
+                for policy in policies]
 
     def name_problem(self, name: str) -> str | None:
         """Reports name the release, the CLI build and the policy: an expectation must too."""

@@ -129,6 +129,9 @@ class Target:
     # Whether the agent adds a text of its own to every run (a headless instruction, code-puppy's words) that a
     # scenario's top-level `temporary:` can name: only then can that scenario be judged on it.
     adds_own_temporary_text: bool = False
+    # What it runs as installed (a Python launcher's release and the dependencies resolved with it, and the time they
+    # were resolved as of): a verdict on an old release depends on them as much as on the release. Shown in reports.
+    installed: tuple[str, ...] = ()
     # Set: the agent's terminal UI can run a step (`interactive: true`) in a pty; None: such a scenario is "cannot express".
     interactive: Interactive | None = None
 

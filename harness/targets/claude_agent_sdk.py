@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.targets.agent_sdk import AgentSDKFamily, Installed
-from harness.targets.installs import pip_venv_dir
+from harness.targets.installs import install_record, pip_venv_dir
 
 NAME = "claude-agent-sdk"
 PACKAGE = "claude-agent-sdk"
@@ -32,7 +32,7 @@ def install(version: str) -> Installed:
     if not stated:
         raise InputError(f"{NAME}@{version}: {bundled[0] / 'claude.version'} does not say which build it bundles")
     return Installed(step_command=(str(venv / "bin" / "python"), str(STEP_SCRIPT)), bundled_cli=bundled[0] / "claude",
-                     bundled_version=stated[0])
+                     bundled_version=stated[0], record=install_record(NAME, version))
 
 
 FAMILY = AgentSDKFamily(NAME, PINNED_VERSION, summary="the Claude Agent SDK for Python, one query() per step",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 
 from harness.errors import InputError
 from harness.execution.terminal_ui import ENTER, TerminalUI
@@ -20,7 +21,7 @@ from harness.journal.rules import RequestRule
 from harness.targets.agent_cli import escaped
 from harness.targets.base import Interactive, SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
-from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
+from harness.targets.installs import VERSION_RE, install_record, pip_latest_version, pip_venv_dir
 
 NAME = "code-puppy"
 PACKAGE = "code-puppy"
@@ -66,7 +67,8 @@ def targets(spec: str) -> list[Target]:
     executable = pip_venv_dir(NAME, PACKAGE, version) / "bin" / "code-puppy"
     if not executable.is_file():
         raise InputError(f"{NAME}@{version}: the install has no {executable}; remove {executable.parent.parent.parent} to reinstall it")
-    return [build(version, wire, memory, str(executable)) for wire, memory in variants]
+    record = install_record(NAME, version)
+    return [replace(build(version, wire, memory, str(executable)), installed=record) for wire, memory in variants]
 
 
 def name_problem(name: str) -> str | None:

@@ -21,6 +21,7 @@ whole system prompt (`--system-prompt`), instead of a system message of the samp
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.targets import antigravity, claude_code, codex, gemini_cli, kimi_code, mini_swe_agent, opencode
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
-from harness.targets.installs import VERSION_RE, pip_latest_version, pip_venv_dir
+from harness.targets.installs import VERSION_RE, install_record, pip_latest_version, pip_venv_dir
 
 NAME = "inspect-swe"
 PACKAGE = "inspect-swe"
@@ -95,8 +96,9 @@ def targets(spec: str) -> list[Target]:
     commit = _commit(checkout, revision) if checkout is not None and revision is not None else None
     if checkout is not None and commit is None:
         package_root(checkout)
-    return [build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit, agent=parsed.agent,
-                  replace=parsed.replace)
+    record = install_record(NAME if parsed.agent == DEFAULT else AGENTS_TOOL, version)
+    return [dataclasses.replace(build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit,
+                                      agent=parsed.agent, replace=parsed.replace), installed=record)
             for pin in (parsed.pins or [None])]
 
 

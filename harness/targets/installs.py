@@ -160,6 +160,21 @@ def resolved_as_of(tool: str, version: str) -> str | None:
     return match.group(1) if match else None
 
 
+def install_record(tool: str, version: str) -> tuple[str, ...]:
+    """What a report says an install runs: when its dependencies were resolved as of, then every `name==version`.
+
+    An install made before the harness recorded its resolution says so, with what its mark kept (the release and its
+    named companions), rather than nothing.
+    """
+    found = resolved_set(tool, version)
+    if found is not None:
+        as_of = resolved_as_of(tool, version)
+        return ((f"resolved as of {as_of}",) if as_of else ()) + tuple(found)
+    mark = tools_root() / tool / version / ".complete"
+    kept = [line.strip() for line in mark.read_text().splitlines() if line.strip()] if mark.is_file() else []
+    return ("dependencies not recorded (installed before the harness recorded them)", *kept)
+
+
 def _pip_install(tool: str, package: str, version: str, home: Path, venv: Path, quiet: bool,
                  companions: tuple[str, ...] = ()) -> None:
     what = f"{package}=={version}"
