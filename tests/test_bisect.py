@@ -17,25 +17,11 @@ import pytest
 from harness.bisect.candidates import _finals, out_of_order, parse
 from harness.errors import InputError
 from harness.targets.release_index import Release
-from test_checkout_targets import AGENT, commit, git, tools  # noqa: F401 - tools is a fixture
+from test_checkout_targets import AGENT, TARGET as TARGET_TEMPLATE, commit, git, tools  # noqa: F401 - tools is a fixture
+from test_target_file_at_revision import SCENARIO
 
 HARNESS = Path(sys.executable).parent / "harness"
-SCENARIO = """\
-name: append-across-resume
-append: "Rules: never delete files."
-steps:
-  - launch: {prompt: "Remember 17.", reply: "Noted."}
-  - resume: {prompt: "Add 5.", reply: "22."}
-checks: [identity_stable, appended_exactly_once, history_preserved]
-"""
-TARGET = """\
-name: my-agent
-repo: .
-launch: ["{python}", "{checkout}/agent.py", -p, "{prompt}", --append, "{append}"]
-resume: ["{python}", "{checkout}/agent.py", -p, "{prompt}", --resume, "{session_id}", --append, "{append}"]
-session_id: {stdout_json: session_id}
-timeout_s: 20
-"""
+TARGET = TARGET_TEMPLATE.format(repo=".", rev="")
 
 
 def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess:

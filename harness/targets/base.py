@@ -68,6 +68,16 @@ def _from_json_lines(stdout: str, key: str) -> str | None:
     return None
 
 
+def command_in(commands: Mapping[str, tuple[str, ...]], kind: str, session: str | None) -> tuple[str, ...] | None:
+    """A step kind's command (`KIND+MODE` for a step reaching its session another way); `retry` falls back to resume."""
+    key = kind if session is None else f"{kind}+{session}"
+    if key in commands:
+        return commands[key]
+    if kind == "retry":
+        return commands.get("resume" if session is None else f"resume+{session}")
+    return None
+
+
 @dataclass(frozen=True)
 class Interactive:
     """How a family runs a step in its terminal UI (`interactive: true`): measured per family, never guessed.
@@ -84,12 +94,7 @@ class Interactive:
     home_json: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def command_for(self, kind: str, session: str | None = None) -> tuple[str, ...] | None:
-        key = kind if session is None else f"{kind}+{session}"
-        if key in self.commands:
-            return self.commands[key]
-        if kind == "retry":
-            return self.commands.get("resume" if session is None else f"resume+{session}")
-        return None
+        return command_in(self.commands, kind, session)
 
 
 @dataclass(frozen=True)
@@ -211,12 +216,7 @@ class Target:
         A step that reaches its session another way than by id (`session: continue|fork`) has a command of its
         own, keyed `KIND+MODE` (`resume+fork`); a target without one cannot express that step.
         """
-        key = kind if session is None else f"{kind}+{session}"
-        if key in self.commands:
-            return self.commands[key]
-        if kind == "retry":
-            return self.commands.get("resume" if session is None else f"resume+{session}")
-        return None
+        return command_in(self.commands, kind, session)
 
     @property
     def identity_pattern(self) -> re.Pattern[str]:
