@@ -45,7 +45,7 @@ class AgentCLI(PolicyFamily):
 
     def listing(self) -> list[str]:
         return [f"{self.name}[@VERSION][+POLICY]  {self.summary}, installed on first use "
-                f"(pinned: {self.pinned}; policies as claude-code's)"]
+                f"(pinned: {self.pinned}; policies as claude-code's but replace-every-launch)"]
 
     def install_defaults(self) -> list[str]:
         return [f"{self.name}@{v}" for v in (self.pinned, self.older) if v is not None]

@@ -3,11 +3,15 @@
 A launcher decides on which launches it passes the caller's text with
 `--append-system-prompt`; the first seed's incident was a launcher passing it on
 the first launch only. The policy is part of the target's name, so every report
-says which launcher behaviour was judged, on which exact CLI version.
+says which launcher behaviour was judged, on which exact CLI version. Besides
+the three policies every agent-CLI family shares, Claude Code has its own
+`replace-every-launch`: the caller's text with `--system-prompt`, replacing the
+CLI's prompt, on every launch (named explicitly; `+*` stays the shared three).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 from pathlib import Path
@@ -85,32 +89,62 @@ def _native_binary(scope_dir: Path) -> Path | None:
 # The terminal UI, measured on 2.1.332 and 2.1.236 in a pty (docs/findings/claude-code.md). A fresh HOME's onboarding
 # opens with a connectivity check against api.anthropic.com that fails offline and ends the CLI before any question,
 # so the onboarding is marked done; the questions that follow are answered on screen: whether to trust the folder
-# (2.1.332 points at "No, exit" first, 2.1.236 at "Yes") and whether to use the API key from the environment
-# (both point at "No (recommended)").
+# (2.1.332 points at "No, exit" first, 2.1.236 at "Yes"; 2.0.62 and 2.0.64 ask "Do you trust the files in this
+# folder?" pointing at "Yes, proceed") and whether to use the API key from the environment (all point at
+# "No (recommended)"; 2.0.x draws the question in a box).
 TERMINAL_UI = TerminalUI(
-    ready=r"^─{10,}\n❯\s*$",  # the empty input line between its two rules
+    # the empty input line between its two rules: 2.1.x "❯", 2.0.x ">" and a no-break space, a suggestion greyed in
+    ready=r"^─{10,}\n(❯\s*|>[ \xa0]+(Try \"[^\n]*\")?[ \xa0]*)$",
     dialogs=(
-        Dialog("folder trust", screen=r"Is this a project you created or one you trust\?",
-               choose=r"^\s*(❯\s*)?(\d\.\s*)?Yes, I trust this folder\b"),
-        Dialog("API key", screen=r"Do you want to use this API key\?", choose=r"^\s*(❯\s*)?(\d\.\s*)?Yes(\s+✔)?\s*$"),
+        Dialog("folder trust",
+               screen=r"Is this a project you created or one you trust\?|Do you trust the files in this folder\?",
+               choose=r"^\s*(❯\s*)?(\d\.\s*)?Yes, (I trust this folder|proceed)\b"),
+        Dialog("API key", screen=r"Do you want to use this API key\?",
+               choose=r"^\s*(│\s*)?(❯\s*)?(\d\.\s*)?Yes(\s+✔)?\s*│?\s*$"),
     ),
     quit=("/exit", ENTER),  # typing it opens the command menu, whose Enter runs it
 )
+ESC = "\x1b"
 ONBOARDED = {".claude.json": {"hasCompletedOnboarding": True}}
 # Every request carries the session's id; an interactive run prints none on stdout.
 SESSION_HEADER = SessionIdSource("header", "X-Claude-Code-Session-Id")
+# 2.0.x sends no such header (2.0.62 and 2.0.64: the id is only inside metadata.user_id; 2.1.91's cli.js has it), so
+# its UI is asked for the id before it quits: /status shows "Session ID: <uuid>" (Esc closes it), read off the screen.
+# The panel may take over a second to draw after a resume (Esc sent 0.3 s after Enter once closed it before the id
+# showed), and the input takes a moment back once it closes (an Enter 0.3 s after "/exit" was once lost in the
+# command menu): empty keystrokes, each one more 0.3 s pause between keys, and a second Enter.
+PAUSE = ""
+TERMINAL_UI_2_0 = dataclasses.replace(TERMINAL_UI, quit=("/status", ENTER, *(PAUSE,) * 6, ESC, PAUSE, PAUSE,
+                                                         "/exit", ENTER, PAUSE, PAUSE, ENTER))
+SESSION_ON_SCREEN = SessionIdSource(
+    "stdout_regex", r"Session ID:?\s*([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+REPLACE = "replace-every-launch"
+OWN_POLICIES = {
+    REPLACE: "the caller's text with --system-prompt, replacing Claude Code's own prompt, on every launch",
+}
+
+
+def text_option(policy: str, first: bool) -> tuple[str, ...]:
+    """The system-prompt option a launch under this policy passes, if any."""
+    if policy == REPLACE:
+        return ("--system-prompt", "{append}")
+    return ("--append-system-prompt", "{append}") if passes_text(policy, first) else ()
+
+
+def sends_session_header(version: str) -> bool:
+    """Whether this release's requests carry X-Claude-Code-Session-Id: 2.1 and later (2.0.x's do not)."""
+    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 1)
 
 
 def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
     def launch_argv(*middle: str, first: bool) -> tuple[str, ...]:
-        argv = [*command, *middle, "--output-format", "json"]
-        if passes_text(policy, first):
-            argv += ["--append-system-prompt", "{append}"]
-        return tuple(argv)
+        return (*command, *middle, "--output-format", "json", *text_option(policy, first))
 
     def interactive_argv(*middle: str, first: bool) -> tuple[str, ...]:
         """The same launch without -p: the prompt is typed into the UI."""
-        return (*command, *middle, *(("--append-system-prompt", "{append}") if passes_text(policy, first) else ()))
+        return (*command, *middle, *text_option(policy, first))
 
     return Target(
         name=f"{NAME}@{version}+{policy}",
@@ -129,17 +163,21 @@ def build(version: str, policy: str, command: tuple[str, ...]) -> Target:
         interactive=Interactive(
             commands={"launch": interactive_argv(first=True),
                       "resume": interactive_argv("--resume", "{session_id}", first=False)},
-            ui=TERMINAL_UI, session_id=SESSION_HEADER, home_json=ONBOARDED,
+            ui=TERMINAL_UI if sends_session_header(version) else TERMINAL_UI_2_0,
+            session_id=SESSION_HEADER if sends_session_header(version) else SESSION_ON_SCREEN, home_json=ONBOARDED,
         ),
     )
 
 
 class _ClaudeCode(AgentCLI):
-    """The first CLI family, whose listing spells out the launch policies the others share."""
+    """The first CLI family, whose listing spells out the launch policies the others share, and its own."""
+
+    extra_policies = OWN_POLICIES
 
     def listing(self) -> list[str]:
         return [f"{NAME}[@VERSION][+POLICY]  {self.summary}, installed on first use (pinned: {self.pinned})",
-                *option_lines(POLICIES, (DEFAULT_POLICY,), "one target per policy")]
+                *option_lines({**POLICIES, **OWN_POLICIES}, (DEFAULT_POLICY,),
+                              f"one target per policy but {REPLACE}")]
 
 
 FAMILY = _ClaudeCode(NAME, PINNED_VERSION, summary="the real Claude Code CLI",

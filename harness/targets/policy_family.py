@@ -9,6 +9,7 @@ this module is the one place that parses such a name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from harness.errors import InputError
 from harness.targets.installs import VERSION_RE
@@ -34,6 +35,9 @@ def passes_text(policy: str, first: bool) -> bool:
 class PolicyFamily:
     name: str  # the spec prefix, e.g. "codex"
     pinned: str  # the version a bare name means
+    # A family's own policies beyond the shared three (Claude Code's `replace-every-launch`): named explicitly only,
+    # never part of `+*`, so the expectations written for `+*` keep their meaning.
+    extra_policies: ClassVar[dict[str, str]] = {}
 
     def parse_spec(self, spec: str) -> tuple[str, list[str]]:
         """The version and the policies a spec names, defaults filled in; nothing is installed."""
@@ -48,9 +52,11 @@ class PolicyFamily:
             version = rest[1:]
         if policy == EVERY_POLICY:
             return version, list(POLICIES)
-        if policy in POLICIES:
+        if policy in POLICIES or policy in self.extra_policies:
             return version, [policy]
-        raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {', '.join(POLICIES)}, or * for all)")
+        known = ", ".join([*POLICIES, *self.extra_policies])
+        every = f"the first {len(POLICIES)}" if self.extra_policies else "all"
+        raise InputError(f"unknown launch policy {policy!r} in target {spec!r} (known: {known}, or * for {every})")
 
     def name_problem(self, name: str) -> str | None:
         """Why no target of this family can carry this name (reports always name version and policy), or None."""
