@@ -207,12 +207,14 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     result.error = _step_error(outcome, result, step, target, exchanges) or turn_problem(result, step, exchanges, script)
     if result.error:
         return result
-    new_id = (interactive or target).session_id.read(stdout, own_requests(exchanges))  # never an id another process sent
+    source = (interactive or target).session_id
+    new_id = source.read(stdout, own_requests(exchanges))  # never an id another process sent
     if new_id is None and target.prints_session_id(step.kind) and not (result.exit_code and step.scripts_an_error):
         # Every step is held to the target's output contract: a launcher reads this output after each process,
         # and a resume printing garbage instead of it would break that launcher however right its requests were.
         result.error = (
-            f"could not read the session id ({target.session_id.describe()}) from this {step.kind} step's output, "
+            f"could not read the session id ({source.describe()}) from this {step.kind} step's "
+            f"{'terminal session' if interactive is not None else 'output'}, "
             f"which the target's contract requires of every step{target.session_id_exemptions()}; "
             f"stdout ends with: {redact_tail(tail(stdout_path, 300 + TAIL_MARGIN), 300)!r}"
         )
