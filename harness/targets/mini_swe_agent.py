@@ -19,7 +19,9 @@ NAME = "mini-swe-agent"
 PACKAGE = "mini-swe-agent"
 PINNED_VERSION = "2.2.3"  # inspect_swe 0.2.72's MINI_SWE_AGENT_SOURCE.default_version
 # litellm reads its model price map from GitHub when imported, unless told to use the copy it ships.
-OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+# litellm's cost map from its own package (no download); and no cost tracking: the served model ("inspect") is in no
+# cost map, which litellm as resolved with mini-swe-agent 2.2.3's upload (February 2026) refuses as an error.
+OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "MSWEA_COST_TRACKING": "ignore_errors"}
 
 
 def cli_binary(version: str) -> str:
