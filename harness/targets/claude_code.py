@@ -134,7 +134,9 @@ def text_option(policy: str, first: bool) -> tuple[str, ...]:
 
 
 def sends_session_header(version: str) -> bool:
-    """Whether this release's requests carry X-Claude-Code-Session-Id: 2.1 and later (2.0.x's do not)."""
+    """Whether this release's requests carry X-Claude-Code-Session-Id: measured absent on 2.0.62 and 2.0.64, present on
+    2.1.91 and later; 2.1.0-2.1.90 are taken to have it (one that does not gives its interactive step no session id,
+    an error, never a verdict)."""
     return tuple(int(part) for part in version.split(".")[:2]) >= (2, 1)
 
 
