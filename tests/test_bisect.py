@@ -145,3 +145,13 @@ def test_bisect_over_claude_code_releases_finds_where_resume_began_to_keep_the_t
     evidence = record["evidence"]["appended_exactly_once"]
     assert (evidence["last_unchanged"]["observed"], evidence["first_changed"]["observed"]) == (0, 1)
     assert len(record["tested"]) <= 2 + 3  # ⌈log2 5⌉ probes between the ends
+
+
+def test_an_end_that_cannot_be_judged_is_named_by_its_label(history):
+    repo, shas = history
+    broken = commit(repo, {"agent.py": "raise SystemExit(3)\n"}, "broken at the end")
+    done = harness("bisect", "scenario.yaml", "--target", f"target.yaml@{shas[0]}..{broken}", "--report-dir", "out", cwd=repo)
+    assert done.returncode == 1, done.stderr
+    short = git(repo, "rev-parse", "--short", broken)
+    assert f"no boundary: the last end, {short}, cannot be judged: its run is an error" in done.stdout
+    assert "Candidate(" not in done.stdout

@@ -35,6 +35,9 @@ class Candidate:
     uploaded: str | None = None  # a release's upload time (UTC, ISO 8601)
     subject: str | None = None  # a revision's commit subject
 
+    def __str__(self) -> str:  # how the search's messages name it
+        return self.label
+
 
 @dataclass
 class Range:
