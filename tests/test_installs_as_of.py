@@ -53,6 +53,34 @@ def test_inspect_swe_0_2_45_resolves_as_of_its_upload_and_records_what_it_got(ro
     assert has_pin_filter(venv, None, None) is False
 
 
+def test_a_pinned_companion_gets_its_own_install_and_holds_where_the_releases_time_would_not(root):
+    """`+with=agent-client-protocol==0.12.0` on 0.2.45: the pin wins over the upload-time resolution (0.8.1), in a
+    folder of its own beside the plain install, named in the target and its record; and the release then fails at
+    import exactly as the issue saw it with today's companions, which is what a pin is for: choosing, not guessing."""
+    from harness.targets import resolve_target
+
+    target, = resolve_target("inspect-swe@0.2.45+claude-code@2.1.332+no-pin+with=agent-client-protocol==0.12.0")
+    assert target.name.endswith("+no-pin+with=agent-client-protocol==0.12.0")
+    home = root / NAME / "0.2.45+with=agent-client-protocol==0.12.0"
+    assert (home / ".complete").is_file() and not (root / NAME / "0.2.45").exists()
+    assert "agent-client-protocol==0.12.0" in target.installed
+    assert target.installed == installs.install_record(NAME, home.name)
+    done = subprocess.run([str(home / "venv" / "bin" / "python"), "-c", "import inspect_swe._claude_code.claude_code"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "KillTerminalCommandResponse" in done.stderr
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("inspect-swe@0.2.45+with=agent-client-protocol>=0.8", "expected +with=NAME==X.Y.Z"),
+    ("inspect-swe@0.2.45+with=", "expected +with=NAME==X.Y.Z"),
+])
+def test_a_with_that_is_not_one_exact_release_is_refused(spec, said):
+    from harness.targets.inspect_swe import parse
+
+    with pytest.raises(InputError, match=re.escape(said)):
+        parse(spec)
+
+
 def test_an_install_made_before_resolved_sets_were_recorded_is_kept_as_it_is(root):
     home = root / "demo-tool" / "1.2.3"
     (home / "venv").mkdir(parents=True)

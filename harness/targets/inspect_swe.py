@@ -22,6 +22,7 @@ whole system prompt (`--system-prompt`), instead of a system message of the samp
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from harness.inspect_swe.launcher import InspectLauncher, package_root
 from harness.targets import antigravity, claude_code, codex, gemini_cli, kimi_code, mini_swe_agent, opencode
 from harness.targets.base import SessionIdSource, Target
 from harness.targets.family import SpecFamily, option_lines
-from harness.targets.installs import VERSION_RE, install_record, pip_latest_version, pip_venv_dir
+from harness.targets.installs import VERSION_RE, install_key, install_record, pip_latest_version, pip_venv_dir
 
 NAME = "inspect-swe"
 PACKAGE = "inspect-swe"
@@ -59,13 +60,14 @@ DEFAULT_PIN = "pin"
 EVERY_PIN = "*"
 # claude_code(replace_system_prompt=TEXT), inspect_swe 0.2.68 and later: the scenario's text replaces Claude Code's prompt
 REPLACE = "replace"
+WITH_OPTION = "with="  # +with=NAME==X: a companion pinned by the spec, installed with the release in a folder of its own
 STEP_TIMEOUT_S = 180.0  # one launch, as claude_code() runs it; the eval gets the sum and its own start-up
 AGENT_OPTION = "agent="
 # Each agent's CLI: the family whose pinned build it launches, and how that build is run.
 CLI_FAMILIES = {"claude-code": claude_code, "codex": codex, "gemini-cli": gemini_cli, "opencode": opencode,
                 "kimi-code": kimi_code, "mini-swe-agent": mini_swe_agent, "google-antigravity": antigravity}
 CLI_OF = {name: agent.cli for name, agent in AGENTS.items()}
-USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+{REPLACE}][+checkout=PATH[#REV]] "
+USAGE = (f"expected {NAME}[@VERSION|@latest][+agent={'|'.join(AGENTS)}][+CLI@X.Y.Z][+pin|+no-pin|+*][+{REPLACE}][+{WITH_OPTION}NAME==X]...[+checkout=PATH[#REV]] "
          f"where CLI is the agent's (claude-code, codex, gemini-cli, opencode, kimi-code, mini-swe-agent, google-antigravity) "
          f"and the pin and +{REPLACE} claude_code's only "
          f"(e.g. {NAME}@0.2.72+claude-code@{claude_code.OLDER_VERSION}+no-pin, {NAME}@0.2.72+agent=codex_cli+codex@{codex.PINNED_VERSION})")
@@ -80,6 +82,7 @@ class Spec:
     checkout: Path | None
     revision: str | None
     replace: bool = False  # the scenario's text as replace_system_prompt=, not a system message
+    withs: tuple[str, ...] = ()  # companions pinned by the spec (`+with=NAME==X`), where the release's time is not enough
 
 
 def targets(spec: str) -> list[Target]:
@@ -88,7 +91,8 @@ def targets(spec: str) -> list[Target]:
     companions = MEASURED_COMPANIONS if version == MEASURED_VERSION else COMPANIONS
     if parsed.agent != DEFAULT:
         companions += MEASURED_AGENT_COMPANIONS if version == MEASURED_VERSION else AGENT_COMPANIONS
-    venv = pip_venv_dir(NAME if parsed.agent == DEFAULT else AGENTS_TOOL, PACKAGE, version, companions=companions)
+    tool = NAME if parsed.agent == DEFAULT else AGENTS_TOOL
+    venv = pip_venv_dir(tool, PACKAGE, version, companions=companions, pinned=parsed.withs)
     if not (venv / "bin" / "inspect").is_file():
         raise InputError(f"{NAME}@{version}: the install has no {venv / 'bin' / 'inspect'}; remove {venv.parent} to reinstall it")
     command = cli_argv(parsed.agent, parsed.cli_version)
@@ -96,9 +100,9 @@ def targets(spec: str) -> list[Target]:
     commit = _commit(checkout, revision) if checkout is not None and revision is not None else None
     if checkout is not None and commit is None:
         package_root(checkout)
-    record = install_record(NAME if parsed.agent == DEFAULT else AGENTS_TOOL, version)
+    record = install_record(tool, install_key(version, parsed.withs))
     return [dataclasses.replace(build(version, parsed.cli_version, pin, venv, command, checkout, revision, commit,
-                                      agent=parsed.agent, replace=parsed.replace), installed=record)
+                                      agent=parsed.agent, replace=parsed.replace, withs=parsed.withs), installed=record)
             for pin in (parsed.pins or [None])]
 
 
@@ -126,6 +130,7 @@ def parse(spec: str) -> Spec:
     parts = [p for p in rest.split("+") if p]
     agent = DEFAULT
     replace = False
+    withs: list[str] = []
     for part in parts:
         if part.startswith(AGENT_OPTION):
             agent = part[len(AGENT_OPTION):]
@@ -140,6 +145,12 @@ def parse(spec: str) -> Spec:
             cli_version = part[len(cli) + 1:]
         elif (part in PINS or part == EVERY_PIN) and not AGENTS[agent].has_pin:
             raise InputError(f"bad target {spec!r}: +{part}: the pin is claude_code()'s alone; {agent}() has none; {USAGE}")
+        elif part.startswith(WITH_OPTION):
+            requirement = part[len(WITH_OPTION):]
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.!+-]*", requirement):
+                raise InputError(f"bad target {spec!r}: +{part}: expected +{WITH_OPTION}NAME==X.Y.Z, one exact release "
+                                 f"of a package to install beside it; {USAGE}")
+            withs.append(requirement)
         elif part == REPLACE:
             if agent != DEFAULT:
                 raise InputError(f"bad target {spec!r}: +{REPLACE}: replace_system_prompt= is claude_code()'s alone; {USAGE}")
@@ -159,7 +170,7 @@ def parse(spec: str) -> Spec:
         if not checkout.is_dir():
             raise InputError(f"target {spec!r}: checkout folder {checkout} does not exist")
         revision = revision or None
-    return Spec(version, agent, cli_version, pins, checkout, revision, replace)
+    return Spec(version, agent, cli_version, pins, checkout, revision, replace, tuple(sorted(withs)))
 
 
 def parse_spec(spec: str) -> tuple[str, str, list[str], Path | None, str | None]:
@@ -198,11 +209,12 @@ def _commit(checkout: Path, revision: str) -> str:
 
 def build(version: str, cli_version: str, pin: str | None, venv: Path, command: tuple[str, ...],
           checkout: Path | None, revision: str | None, commit: str | None, agent: str = DEFAULT,
-          replace: bool = False) -> Target:
+          replace: bool = False, withs: tuple[str, ...] = ()) -> Target:
     kind = AGENTS[agent]
     name = f"{NAME}@{version}" + ("" if agent == DEFAULT else f"+agent={agent}") + f"+{kind.cli}@{cli_version}"
     name += f"+{pin}" if pin is not None else ""
     name += f"+{REPLACE}" if replace else ""
+    name += "".join(f"+{WITH_OPTION}{requirement}" for requirement in withs)
     if checkout is not None:
         name += f"+checkout={checkout}" + (f"#{revision}" if revision else "")
     launcher = InspectLauncher(venv=venv, claude=command, pin=pin != "no-pin", checkout=checkout, revision=commit,
@@ -247,6 +259,8 @@ FAMILY = SpecFamily(
            *option_lines(PINS, (DEFAULT_PIN,), "one target per pin setting (claude_code only: the others have no pin)"),
            f"  +{REPLACE:<30} the scenario's text as replace_system_prompt= (--system-prompt), not a system message "
            f"(claude_code only; inspect_swe 0.2.68 and later)",
+           "  +with=NAME==X                   a companion pinned beside the release, where resolving as of its upload "
+           "is not enough (its own install)",
            "  +checkout=PATH[#REV]            the launcher's code from that folder, or that git revision of it"),
     # `make tools`: the measured release with claude_code(), and the virtualenv the other agents share.
     # kimi_code's CLI and its Node.js are npm packages of their own; mini_swe_agent's mini-swe-agent and

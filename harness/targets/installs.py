@@ -121,24 +121,27 @@ def _install_step(argv: list[str], what: str, partial: Path, reason: Callable[[s
         raise InputError(f"cannot install {what}: {reason(done.stderr)}")
 
 
-def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False, companions: tuple[str, ...] = ()) -> Path:
+def pip_venv_dir(tool: str, package: str, version: str, *, quiet: bool = False, companions: tuple[str, ...] = (),
+                 pinned: tuple[str, ...] = ()) -> Path:
     """A virtualenv of its own holding `package==version` from PyPI, installing it on first use.
 
     `companions`: packages installed with it; each pinned one (`NAME==X`) as named, the others, like every
     dependency, as the package index had them when the newest pinned release came out (resolved.txt).
+    `pinned`: companions a user pinned (a catalog entry's `+with=NAME==X`, where the release's own time is not enough):
+    such an install is another set of packages, so it gets a folder of its own (`VERSION+with=...`).
     """
     if not VERSION_RE.fullmatch(version):
         raise InputError(f"{tool}: expected an exact version such as 0.0.946, got {version!r}")
-    home = tools_root() / tool / version
+    home = tools_root() / tool / install_key(version, pinned)
     venv = home / "venv"
     if (home / ".complete").is_file():
         return venv
     home.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(home.parent / f".{version}.lock"):
+    with _lock(home.parent / f".{home.name}.lock"):
         if (home / ".complete").is_file():
             return venv
         shutil.rmtree(home, ignore_errors=True)  # an install that died half-way
-        _pip_install(tool, package, version, home, venv, quiet, companions)
+        _pip_install(tool, package, version, home, venv, quiet, (*companions, *pinned))
     return venv
 
 
@@ -158,6 +161,11 @@ def resolved_as_of(tool: str, version: str) -> str | None:
         return None
     match = re.search(rf"^{re.escape(_AS_OF)}(\S+)", path.read_text(), re.MULTILINE)
     return match.group(1) if match else None
+
+
+def install_key(version: str, pinned: tuple[str, ...] = ()) -> str:
+    """The folder of a release's install: its version, then the companions a user pinned, in a stable order."""
+    return version + "".join(f"+with={requirement}" for requirement in sorted(pinned))
 
 
 def install_record(tool: str, version: str) -> tuple[str, ...]:
