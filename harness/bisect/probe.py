@@ -64,10 +64,7 @@ def evidence(check: str, sides: dict[str, tuple[str, RunResult]]) -> dict:
 
 def _check_record(result: RunResult, check: str) -> dict:
     found: CheckResult | None = next((c for c in result.checks if c.check == check), None)
-    if found is None:
-        return {"verdict": None}
-    return {"verdict": found.verdict, "message": found.message, "step": found.step, "request": found.request,
-            "expected": found.expected, "observed": found.observed, "evidence": found.evidence}
+    return {"verdict": None} if found is None else found.to_json()  # as results.json records it
 
 
 def _first_error(result: RunResult) -> str:

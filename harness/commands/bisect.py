@@ -113,8 +113,7 @@ def _outcome(found, prober) -> dict:
 
     tested = [{"release": c.label, "spec": c.spec, "uploaded": c.uploaded, "subject": c.subject,
                "verdicts": dict(p.verdicts) if p.verdicts is not None else None,
-               "status": prober.results[c.label].status if c.label in prober.results else "not installed",
-               "journal": prober.results[c.label].journal if c.label in prober.results else None}
+               "status": prober.results[c.label].status, "journal": prober.results[c.label].journal}
               for c, p in found.tested if p.skipped is None]
     skipped = [{"release": c.label, "spec": c.spec, "why": p.skipped} for c, p in found.tested if p.skipped is not None]
     out = {"first_changed": None, "last_unchanged": None, "between": [c.label for c in found.between],
