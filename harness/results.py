@@ -14,6 +14,10 @@ from typing import Any
 PASS, FAIL, ERROR = "pass", "fail", "error"
 # A scenario with a step the target cannot carry out at all (Target.cannot_express): not run, never a pass.
 CANNOT_EXPRESS = "cannot-express"
+# A run attempted more than once (`--retries`, `--repeat`) whose attempts disagree with each other about the
+# scenario's expectations: named in every report, never counted as expected, and the gate fails on it unless
+# told otherwise (`--allow-flaky`).
+FLAKY = "flaky"
 # The caller's appended text judged from two vantage points (checks/appended.py, checks/launches.py), whose
 # evidence the reports pair step by step (report/caller_text.py).
 APPENDED_IN_REQUESTS = "appended_exactly_once"
@@ -146,19 +150,37 @@ class RunResult:
     cannot_express: str | None = None  # why the target cannot carry out this scenario (status cannot-express)
     harness_failure: str | None = None  # the harness failed on its own (a journal or workspace the disk refused), not the agent
     installed: list[str] = field(default_factory=list)  # the target's install as resolved (Target.installed)
+    # The attempts before this one (`--retries`, `--repeat`), oldest first, each with its own journal; this
+    # result is the last attempt.
+    attempts: list[RunResult] = field(default_factory=list)
+
+    @property
+    def attempt_as_expected(self) -> bool:
+        """This attempt alone. An errored run never matches an expectation: its history is incomplete."""
+        return self.status != ERROR and all(c.as_expected for c in self.checks)
+
+    @property
+    def flaky(self) -> bool:
+        """Some attempts matched the expectations and some did not: the same inputs gave two answers."""
+        return bool(self.attempts) and len({a.attempt_as_expected for a in [*self.attempts, self]}) == 2
 
     @property
     def as_expected(self) -> bool:
-        """An errored run never matches an expectation: its history is incomplete."""
-        return self.status != ERROR and all(c.as_expected for c in self.checks)
+        """Every attempt as expected: a flaky run is not, whatever its last attempt said."""
+        return self.attempt_as_expected and not self.flaky
+
+    def passes_gate(self, allow_flaky: bool = False) -> bool:
+        return self.as_expected or (allow_flaky and self.flaky)
 
     def verdict_of(self, check: str) -> str | None:
         return next((c.verdict for c in self.checks if c.check == check), None)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(replace(self, checks=[]))
+        data = asdict(replace(self, checks=[], attempts=[]))
         data["checks"] = [check.to_json() for check in self.checks]
+        data["attempts"] = [attempt.to_json() for attempt in self.attempts]
         data["as_expected"] = self.as_expected
+        data["flaky"] = self.flaky
         return data
 
 # --------------------------------------------------------------------------- a differential run

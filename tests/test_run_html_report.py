@@ -139,7 +139,7 @@ def test_header_overview_and_groups_count_the_runs(runs):
     doc = dom(results, ["harness", "run", "<b>x</b>"], ["no --target given: these runs judge the reference agent"])
     total = counts(results)
     assert {li.attrs["data-count-of"]: int(li.attrs["data-count"]) for li in doc.find(id="counts").find_all("li")} == \
-        {k: total[k] for k in ("runs", "as_expected", "unexpected", "errors", "cannot_express", "pass", "fail")}
+        {k: total[k] for k in ("runs", "as_expected", "unexpected", "errors", "flaky", "cannot_express", "pass", "fail")}
     assert doc.find(id="verdict").attrs["data-verdict"] == "differs"
     assert doc.find("pre", id="command").text() == "harness run '<b>x</b>'"
     assert doc.find("p", cls="note").text() == "Note: no --target given: these runs judge the reference agent"

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from harness.commands.common import EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, load_library, workers
+from harness.commands.run_attempts import add_attempt_options, attempts_of, last_report, only_last_failed, say_flaky
 from harness.errors import InputError
 from harness.report import RUN_REPORTERS
 from harness.report.files import ReportWriteError
@@ -35,6 +36,7 @@ def add_parser(sub) -> None:
     run.add_argument("-n", "--workers", type=workers, default=None, metavar="N",
                      help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
                           "'auto': one per CPU (default: the configured `workers`, else 1, one run after another)")
+    add_attempt_options(run)
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     reporters = choose(args.reporter, RUN_REPORTERS, "run")
     parts, notes = _plan(args, project)
     check_overlap(parts)
+    if args.last_failed is not None:
+        parts, said = only_last_failed(parts, last_report(args.last_failed, args.report_dir, project))
+        notes.append(said)
     report_dir = folder.prepare(args.report_dir, "run", files_of(reporters), project.place(project.report_dir))
     for note in notes:  # said on the console and in every report written
         print(f"harness: {note}", file=sys.stderr)
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         return None if args.quiet else console.ConsoleProgress(concurrent=part.workers > 1)
 
     results = run_parts(parts, report_dir / "journal", progress_for, lambda line: print(f"harness: {line}", file=sys.stderr),
-                        args.keep_workspace, args.target_file_from_working_tree)
+                        args.keep_workspace, args.target_file_from_working_tree, attempts_of(args))
     try:
         fan_out(reporters, results, report_dir, ReportContext(tuple(command), tuple(notes)))
     except ReportWriteError as exc:
@@ -65,7 +70,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     _say_harness_failure(results)
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
-    return EXIT_OK if all(r.as_expected for r in results) else EXIT_DIFFERS
+    say_flaky(results, args.allow_flaky)
+    return EXIT_OK if all(r.passes_gate(args.allow_flaky) for r in results) else EXIT_DIFFERS
 
 
 def _plan(args: argparse.Namespace, project) -> tuple[list, list[str]]:

@@ -6,7 +6,7 @@ import sys
 from typing import Protocol, Sequence, TextIO
 
 from harness.redaction import redact
-from harness.report.wording import cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
+from harness.report.wording import attempts_line, cell, check_columns, counts, indent, mismatch_heading, outcome, step_line
 from harness.results import RunResult, StepResult
 
 
@@ -51,6 +51,10 @@ class ConsoleProgress:
             line += f"\n      · {note}"
         self._say(line, (scenario.name, target.name))
 
+    def attempt_started(self, scenario: _Scenario, target: _Target, attempt: int, most: int, why: str) -> None:
+        self._say(f"      ↻ attempt {attempt} of at most {most} ({why}); the last attempt's journal is kept beside",
+                  (scenario.name, target.name))
+
     def run_finished(self, result: RunResult) -> None:
         run = (result.scenario, result.target)
         failing = [f"{c.check}={c.verdict}" for c in result.checks if c.verdict != "pass"]
@@ -75,9 +79,10 @@ def table(results: list[RunResult]) -> str:
     if stopped:
         lines.append(f"INTERRUPTED: {stopped} of {len(results)} runs incomplete or not run; the verdicts above are not a result")
     not_run = f", {total['cannot_express']} the target cannot express" if total["cannot_express"] else ""
+    flaky = f", {total['flaky']} flaky" if total["flaky"] else ""
     lines.append(
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, {total['errors']} errors"
-        f"{not_run}  (`!` marks a verdict that differs from the scenario's expectation)"
+        f"{flaky}{not_run}  (`!` marks a verdict that differs from the scenario's expectation)"
     )
     lines += [f"  {r.scenario} · {r.target}: cannot express {r.cannot_express}" for r in results if r.cannot_express]
     return "\n".join(lines)
@@ -90,6 +95,8 @@ def failure_details(results: list[RunResult]) -> str:
         if result.as_expected:
             continue
         head = f"✗ {result.scenario} · {result.target}"
+        if result.flaky:
+            blocks.append(f"{head}: FLAKY, {attempts_line(result)}")
         if result.error:
             blocks.append(f"{head}: run error\n  {result.error}")
             continue

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from harness.report import caller_text, files
+from harness.report.html_attempts import ATTEMPTS_CSS, attempts_block
 from harness.report.html_diffview import diff_view
 from harness.report.html_page import TIMELINE_HEAD, document, step_cells
 from harness.report.html_style import CSS
@@ -93,7 +94,7 @@ def render_run(results: Sequence[RunResult], command: Sequence[str] | None = Non
         _matrix(results, families, folders),
         *(_run_section(n, result, folders[n - 1]) for n, result in enumerate(results, 1)),
     ]
-    return document(f"harness run: {_plural(len(results), 'run')}{stopped}", CSS + RUN_CSS, body)
+    return document(f"harness run: {_plural(len(results), 'run')}{stopped}", CSS + RUN_CSS + ATTEMPTS_CSS, body)
 
 
 def write_run(results: Sequence[RunResult], path: Path, command: Sequence[str] | None = None,
@@ -126,7 +127,7 @@ def _header(results: list[RunResult], command: Sequence[str] | None, notes: Sequ
                      f"{esc(failed.harness_failure)} (in {esc(failed.scenario)} on {esc(failed.target)})</p>")
     parts += [f'<p class="note">Note: {esc(note)}</p>' for note in notes]
     labels = {"runs": "runs", "as_expected": "as expected", "unexpected": "unexpected", "errors": "errors",
-              "cannot_express": "cannot express", "pass": "pass", "fail": "fail"}
+              "flaky": "flaky", "cannot_express": "cannot express", "pass": "pass", "fail": "fail"}
     parts.append('<ul class="counts" id="counts">' + "".join(
         f'<li data-count-of="{key}" data-count="{total[key]}">{label}: {total[key]}</li>' for key, label in labels.items())
         + "</ul>")
@@ -192,7 +193,7 @@ def _verdict_cell(number: int, check: CheckResult | None) -> str:
 
 def _status_text(result: RunResult) -> str:
     text = "cannot express" if result.status == CANNOT_EXPRESS else result.status
-    return text + (" · interrupted" if result.interrupted else "")
+    return ("flaky · " if result.flaky else "") + text + (" · interrupted" if result.interrupted else "")
 
 
 def _row(number: int, result: RunResult, family: str, folder: str, columns: list[str]) -> str:
@@ -208,7 +209,8 @@ def _row(number: int, result: RunResult, family: str, folder: str, columns: list
     ]
     return (f'<tr class="run" id="row-{number}" data-run="{number}" data-scenario="{attr(result.scenario)}" '
             f'data-target="{attr(result.target)}" data-family="{attr(family)}" data-folder="{attr(folder)}" '
-            f'data-status="{attr(result.status)}" data-as-expected="{_yes(result.as_expected)}">' + "".join(cells) + "</tr>")
+            f'data-status="{attr(result.status)}" data-as-expected="{_yes(result.as_expected)}" '
+            f'data-flaky="{_yes(result.flaky)}">' + "".join(cells) + "</tr>")
 
 
 def _matrix(results: list[RunResult], families: list[str], folders: list[str]) -> str:
@@ -262,6 +264,7 @@ def _run_section(number: int, result: RunResult, folder: str) -> str:
     if result.cannot_express:
         parts.append(f'<p class="cannot-express">not run: <code>{esc(result.target)}</code> cannot express this '
                      f"scenario: {esc(result.cannot_express)}</p>")
+    parts.append(attempts_block(result))
     if result.error:
         parts.append(f'<pre class="run-error">{esc(result.error)}</pre>')
     facts = [("scenario folder", folder if folder != NO_FILE else None), ("scenario file", result.scenario_path),

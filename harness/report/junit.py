@@ -13,7 +13,7 @@ from typing import Sequence
 
 from harness.redaction import redact_xml
 from harness.report import files
-from harness.report.wording import explain, mismatch_heading
+from harness.report.wording import attempts_line, explain, mismatch_heading
 from harness.results import CANNOT_EXPRESS, ERROR, RunResult
 
 
@@ -49,6 +49,8 @@ def write(results: list[RunResult], path: Path, notes: Sequence[str] = ()) -> Pa
                     ET.SubElement(case, "failure", message=message).text = explain(run)
                 elif check.verdict != "pass":
                     ET.SubElement(case, "system-out").text = f"fails as expected: {check.message}"
+                if run.attempts:
+                    _earlier_attempts(case, run, check)
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -57,6 +59,25 @@ def write(results: list[RunResult], path: Path, notes: Sequence[str] = ()) -> Pa
     ET.indent(tree)
     files.write_bytes(path, ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True))
     return path
+
+
+def _earlier_attempts(case: ET.Element, run: RunResult, check) -> None:
+    """Each earlier attempt where this check was not as expected, as Surefire marks reruns: `flakyFailure` when
+    the last attempt was as expected (the case passed on a rerun), `rerunFailure` when it was not either."""
+    tag = "rerunFailure" if not check.as_expected or check.verdict == ERROR else "flakyFailure"
+    for number, attempt in enumerate(run.attempts, 1):
+        earlier = next((c for c in attempt.checks if c.check == check.check), None)
+        if earlier is not None and not earlier.as_expected:
+            element = ET.SubElement(case, tag, message=f"attempt {number}: {mismatch_heading(earlier)}: "
+                                                       f"{_first_line(earlier.message)}", type=earlier.verdict)
+            ET.SubElement(element, "system-out").text = f"journal: {attempt.journal}" if attempt.journal else ""
+    if run.flaky:
+        out = case.find("system-out")
+        said = f"FLAKY run: {attempts_line(run)}"
+        if out is None:
+            ET.SubElement(case, "system-out").text = said
+        else:
+            out.text = f"{out.text}\n{said}"
 
 
 def _first_line(text: str) -> str:

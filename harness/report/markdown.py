@@ -7,7 +7,7 @@ from typing import Sequence
 
 from harness.redaction import redact
 from harness.report import caller_text, files
-from harness.report.wording import cell, check_columns, counts, mismatch_heading, outcome
+from harness.report.wording import attempt_outcome, cell, check_columns, counts, mismatch_heading, outcome
 from harness.results import ERROR, RunResult
 
 
@@ -22,7 +22,8 @@ def render(results: list[RunResult], notes: Sequence[str] = ()) -> str:
         "# harness: " + heading,
         "",
         f"{total['runs']} runs: {total['as_expected']} as expected, {total['unexpected']} unexpected, "
-        f"{total['errors']} errors. `!` marks a verdict that differs from the scenario's expectation.",
+        f"{total['errors']} errors" + (f", {total['flaky']} flaky" if total["flaky"] else "")
+        + ". `!` marks a verdict that differs from the scenario's expectation.",
         "",
         *(line for note in notes for line in (f"> **Note:** {note}", "")),
     ]
@@ -43,6 +44,14 @@ def render(results: list[RunResult], notes: Sequence[str] = ()) -> str:
         for result in problems:
             lines.append(f"### {result.scenario} · `{result.target}`")
             lines.append("")
+            if result.flaky:
+                lines += ["Flaky: the same inputs gave verdicts that disagree across attempts.", ""]
+                lines += [f"- attempt {n}: {attempt_outcome(a)}" + (f" (journal `{a.journal}`)" if a.journal else "")
+                          for n, a in enumerate([*result.attempts, result], 1)]
+                lines.append("")
+                for n, attempt in enumerate(result.attempts, 1):
+                    lines += [f"**attempt {n}, {mismatch_heading(c)}**\n\n```\n{c.message}\n```\n"
+                              for c in attempt.checks if not c.as_expected and c.verdict != ERROR]
             if result.status == ERROR and result.error:
                 lines += ["Run error:", "", "```", result.error, "```", ""]
             for check in result.checks:

@@ -13,6 +13,8 @@ def cell(check: CheckResult | None) -> str:
 
 
 def outcome(result: RunResult) -> str:
+    if result.flaky:
+        return f"FLAKY ({attempts_line(result)})"
     if result.status == ERROR:
         return "ERROR"
     if result.status == CANNOT_EXPRESS:
@@ -21,6 +23,20 @@ def outcome(result: RunResult) -> str:
         return "UNEXPECTED"
     expected_failures = any(c.verdict != PASS for c in result.checks)
     return "ok (fails as expected)" if expected_failures else "ok"
+
+
+def attempt_outcome(attempt: RunResult) -> str:
+    """One attempt alone: `as expected`, `not as expected (appended_exactly_once fail)`, `ERROR`."""
+    if attempt.attempt_as_expected:
+        return "as expected"
+    if attempt.status == ERROR:
+        return "ERROR"
+    return "not as expected (" + ", ".join(f"{c.check} {c.verdict}" for c in attempt.checks if not c.as_expected) + ")"
+
+
+def attempts_line(result: RunResult) -> str:
+    """`attempt 1 not as expected (...), attempt 2 as expected`: each attempt in order, the last one this result."""
+    return ", ".join(f"attempt {n} {attempt_outcome(a)}" for n, a in enumerate([*result.attempts, result], 1))
 
 
 def check_columns(results: list[RunResult]) -> list[str]:
@@ -36,8 +52,9 @@ def counts(results: list[RunResult]) -> dict[str, int]:
     return {
         "runs": len(results),
         "as_expected": sum(1 for r in results if r.as_expected),
-        "unexpected": sum(1 for r in results if not r.as_expected and r.status != ERROR),
-        "errors": sum(1 for r in results if r.status == ERROR),
+        "unexpected": sum(1 for r in results if not r.as_expected and r.status != ERROR and not r.flaky),
+        "flaky": sum(1 for r in results if r.flaky),
+        "errors": sum(1 for r in results if r.status == ERROR and not r.flaky),
         "pass": sum(1 for r in results if r.status == PASS),
         "fail": sum(1 for r in results if r.status == "fail"),
         "cannot_express": sum(1 for r in results if r.status == CANNOT_EXPRESS),

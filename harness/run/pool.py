@@ -59,6 +59,7 @@ from typing import Any, Sequence
 from harness.run.pool_groups import descendant_groups, kill_groups, process_table
 from harness.run.pool_worker import STOP_SIGNALS, Silent, worker_main
 from harness.results import RunResult
+from harness.run.attempts import Attempts
 from harness.scenario.model import Scenario
 from harness.isolation.stopping import block_again as block_stop_signals_again
 from harness.targets.base import Target
@@ -78,6 +79,8 @@ def run_matrix_parallel(
     keep_workspace: bool = False,
     workers: int = 2,
     target_file_from_working_tree: bool = False,
+    attempts: Attempts = Attempts(),
+    only: frozenset[tuple[str, str]] | None = None,
 ) -> list[RunResult]:
     """run_matrix on `workers` processes: the same results, in the same order.
 
@@ -85,7 +88,7 @@ def run_matrix_parallel(
     (`target_file_from_working_tree` as the parent's: two targets of one name must not be two files).
     """
     progress = progress or Silent()
-    pairs = [(s, t) for s in scenarios for t in targets]
+    pairs = [(s, t) for s in scenarios for t in targets if only is None or (s.name, t.name) in only]
     if not pairs:
         return []
     payloads = {id(s): _scenario_payload(s) for s in scenarios}
@@ -94,7 +97,7 @@ def run_matrix_parallel(
          journal_dir / _journal_name(scenario, target) if journal_dir else None)
         for number, (scenario, target) in enumerate(pairs, 1)
     ]
-    return _Pool(pairs, tasks, progress, keep_workspace, min(workers, len(pairs))).run()
+    return _Pool(pairs, tasks, progress, keep_workspace, min(workers, len(pairs)), attempts).run()
 
 
 def _journal_name(scenario: Scenario, target: Target) -> str:
@@ -137,6 +140,7 @@ class _Pool:
     progress: Any
     keep_workspace: bool
     count: int
+    attempts: Attempts = Attempts()
     workers: list[_Worker] = field(default_factory=list)
     results: dict[int, RunResult] = field(default_factory=dict)
     started: set[int] = field(default_factory=set)
@@ -154,7 +158,7 @@ class _Pool:
             context = multiprocessing.get_context(START_METHOD)
             for index in range(self.count):
                 parent_end, child_end = context.Pipe()
-                process = context.Process(target=worker_main, args=(child_end, self.keep_workspace, os.getpid()),
+                process = context.Process(target=worker_main, args=(child_end, self.keep_workspace, os.getpid(), self.attempts),
                                           name=f"harness-worker-{index + 1}")
                 process.start()
                 child_end.close()
@@ -227,6 +231,8 @@ class _Pool:
             self.progress.run_started(scenario, target, number, len(self.pairs))
         elif kind == "step":
             self.progress.step_finished(scenario, target, message[2])
+        elif kind == "attempt":
+            self.progress.attempt_started(scenario, target, *message[2:])
         elif kind == "finished":
             self.results[number] = message[2]
             worker.task = None

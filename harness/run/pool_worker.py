@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Sequence
 
 from harness.results import RunResult, StepResult
+from harness.run.attempts import Attempts
 from harness.targets.base import Target
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -33,9 +34,10 @@ class _WorkerState:
     the pipe (it is raised right after); between runs the worker just takes no further run.
     """
 
-    def __init__(self, conn: Connection, keep_workspace: bool):
+    def __init__(self, conn: Connection, keep_workspace: bool, attempts: Attempts = Attempts()):
         self.conn = conn
         self.keep_workspace = keep_workspace
+        self.attempts = attempts
         self.stopping = False
         self.in_run = False
         self.sending = False
@@ -71,7 +73,7 @@ class _WorkerState:
         raise LookupError(f"no target named {name!r} among {list(specs)}")
 
     def run(self, task: tuple) -> None:
-        from harness.run.runner import Interrupted, run_scenario
+        from harness.run.runner import Interrupted, run_attempts
         from harness.scenario.reader import load_scenario
 
         number, (specs, from_tree), name, (kind, payload), journal_path = task
@@ -90,7 +92,8 @@ class _WorkerState:
         try:
             self.raise_if_stopping()  # a stop that came while "started" was on its way: the run does not start
             entered = True
-            result = run_scenario(scenario, target, journal_path, _Forward(self, number), self.keep_workspace)
+            result = run_attempts(scenario, target, journal_path, _Forward(self, number), self.keep_workspace,
+                                  self.attempts)
             self.in_run = False
         except Interrupted as stop:
             self.in_run = False
@@ -115,6 +118,9 @@ class Silent:
     def step_finished(self, scenario, target, step) -> None:
         pass
 
+    def attempt_started(self, scenario, target, attempt, most, why) -> None:
+        pass
+
     def run_finished(self, result) -> None:
         pass
 
@@ -132,6 +138,10 @@ class _Forward:
     def step_finished(self, scenario, target, step: StepResult) -> None:
         self.state.send(("step", self.number, step))
         self.state.raise_if_stopping()  # a stop held back while the event was being sent
+
+    def attempt_started(self, scenario, target, attempt: int, most: int, why: str) -> None:
+        self.state.send(("attempt", self.number, attempt, most, why))
+        self.state.raise_if_stopping()
 
     def run_finished(self, result: RunResult) -> None:
         pass
@@ -152,13 +162,14 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def worker_main(conn: Connection, keep_workspace: bool, parent_pid: int | None = None) -> None:
+def worker_main(conn: Connection, keep_workspace: bool, parent_pid: int | None = None,
+                attempts: Attempts = Attempts()) -> None:
     if parent_pid is not None:
         die_with_parent(parent_pid)
     # The parent may have blocked its stop signals for harness/isolation/stopping.py, and a started process inherits that
     # mask: this worker takes its stops through handlers, as before.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    state = _WorkerState(conn, keep_workspace)
+    state = _WorkerState(conn, keep_workspace, attempts)
     for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:  # a harness started with SIGINT ignored keeps ignoring it
             signal.signal(sig, state.on_signal)

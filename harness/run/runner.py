@@ -18,6 +18,7 @@ from harness.isolation import stopping
 from harness.checks import CheckContext, run_check
 from harness.journal.exchange import Exchange
 from harness.journal.launches import Launch
+from harness.run.attempts import Attempts, set_aside
 from harness.run.session import LiveRun
 from harness.results import CANNOT_EXPRESS, ERROR, FAIL, PASS, CheckResult, RunResult, StepResult
 from harness.scenario.model import Scenario
@@ -28,6 +29,7 @@ from harness.isolation.workspace import WorkspaceError
 class Progress(Protocol):
     def run_started(self, scenario: Scenario, target: Target, number: int, total: int) -> None: ...
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None: ...
+    def attempt_started(self, scenario: Scenario, target: Target, attempt: int, most: int, why: str) -> None: ...
     def run_finished(self, result: RunResult) -> None: ...
 
 
@@ -44,6 +46,9 @@ class SilentProgress:
         pass
 
     def step_finished(self, scenario: Scenario, target: Target, step: StepResult) -> None:
+        pass
+
+    def attempt_started(self, scenario: Scenario, target: Target, attempt: int, most: int, why: str) -> None:
         pass
 
     def run_finished(self, result: RunResult) -> None:
@@ -77,15 +82,18 @@ def run_matrix(
     journal_dir: Path | None = None,
     progress: Progress | None = None,
     keep_workspace: bool = False,
+    attempts: Attempts = Attempts(),
+    only: frozenset[tuple[str, str]] | None = None,
 ) -> list[RunResult]:
+    """Every (scenario, target) pair in order, scenario-major; `only`: the names of the pairs to run, None for all."""
     progress = progress or SilentProgress()
-    pairs = [(s, t) for s in scenarios for t in targets]
+    pairs = [(s, t) for s in scenarios for t in targets if only is None or (s.name, t.name) in only]
     results: list[RunResult] = []
     for number, (scenario, target) in enumerate(pairs, 1):
         progress.run_started(scenario, target, number, len(pairs))
         journal_path = journal_dir / journal_name(scenario, target) if journal_dir else None
         try:
-            result = run_scenario(scenario, target, journal_path, progress, keep_workspace)
+            result = run_attempts(scenario, target, journal_path, progress, keep_workspace, attempts)
         except Interrupted as stop:
             results.append(stop.result)
             results += [not_run(s, t) for s, t in pairs[number:]]
@@ -109,6 +117,31 @@ def not_run(scenario: Scenario, target: Target, why: str | None = None) -> RunRe
                        error=why or "not run: the harness was interrupted before this run")
     result.checks = judge(scenario, target, [], result.error)
     return result
+
+
+def run_attempts(
+    scenario: Scenario,
+    target: Target,
+    journal_path: Path | None,
+    progress: Progress | None = None,
+    keep_workspace: bool = False,
+    attempts: Attempts = Attempts(),
+) -> RunResult:
+    """run_scenario, attempted as `attempts` says (harness/run/attempts.py): the last attempt, carrying the earlier."""
+    progress = progress or SilentProgress()
+    earlier: list[RunResult] = []
+    while True:
+        try:
+            result = run_scenario(scenario, target, journal_path, progress, keep_workspace)
+        except Interrupted as stop:
+            stop.result.attempts = earlier
+            raise
+        why = attempts.another(len(earlier) + 1, result)
+        if why is None:
+            result.attempts = earlier
+            return result
+        earlier.append(set_aside(result, len(earlier) + 1))
+        progress.attempt_started(scenario, target, len(earlier) + 1, attempts.most, why)
 
 
 def run_scenario(

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 from harness.errors import InputError
 from harness.results import RunResult
+from harness.run.attempts import Attempts
 from harness.run.runner import Progress, not_run, run_matrix
 from harness.scenario.model import Scenario
 from harness.targets.base import Target
@@ -33,10 +34,17 @@ class Part:
     targets: Sequence[Target]
     specs: Sequence[str]  # the target specs `targets` were resolved from (workers resolve them again)
     workers: int = 1
+    only: frozenset[tuple[str, str]] | None = None  # (scenario, target) names to run of the matrix; None: all of it
+
+    @property
+    def pairs(self) -> list[tuple[Scenario, Target]]:
+        """The runs of this part, scenario-major (the order every report lists them in)."""
+        return [(s, t) for s in self.scenarios for t in self.targets
+                if self.only is None or (s.name, t.name) in self.only]
 
     @property
     def runs(self) -> int:
-        return len(self.scenarios) * len(self.targets)
+        return len(self.pairs)
 
 
 def check_overlap(parts: Sequence[Part]) -> None:
@@ -65,6 +73,7 @@ def run_parts(
     say: Callable[[str], None],
     keep_workspace: bool = False,
     target_file_from_working_tree: bool = False,
+    attempts: Attempts = Attempts(),
 ) -> list[RunResult]:
     results: list[RunResult] = []
     for number, part in enumerate(parts):
@@ -77,13 +86,13 @@ def run_parts(
             from harness.run.pool import run_matrix_parallel
 
             done = run_matrix_parallel(part.scenarios, part.targets, part.specs, journal_dir, progress, keep_workspace,
-                                       part.workers, target_file_from_working_tree)
+                                       part.workers, target_file_from_working_tree, attempts, part.only)
         else:
-            done = run_matrix(part.scenarios, part.targets, journal_dir, progress, keep_workspace)
+            done = run_matrix(part.scenarios, part.targets, journal_dir, progress, keep_workspace, attempts, part.only)
         results += done
         stopped = next((r for r in done if r.interrupted or r.harness_failure), None)
         if stopped is not None:
             why = None if stopped.interrupted else f"not run: the harness could not go on ({stopped.harness_failure})"
-            results += [not_run(s, t, why) for later in parts[number + 1:] for s in later.scenarios for t in later.targets]
+            results += [not_run(s, t, why) for later in parts[number + 1:] for s, t in later.pairs]
             break
     return results
