@@ -165,6 +165,7 @@ def test_overhead_of_one_round_on_the_reference(tmp_path):
     assert got["ratio"] > 0 and got["ratio"] == pytest.approx(raw["harness_s"][0] / raw["bare_s"][0], abs=1e-3)
     assert got["ratio_no_netns"] > 0
     assert got["ratio_no_netns"] == pytest.approx(raw["harness_no_netns_s"][0] / raw["bare_s"][0], abs=1e-3)
+    assert got["ratio_per_step_netns"] == pytest.approx(raw["harness_per_step_netns_s"][0] / raw["bare_s"][0], abs=1e-3)
     assert not any(tmp_path.glob("snapshot-*")), "the recorded workspace's snapshot was left behind"
 
 

@@ -200,6 +200,13 @@ def no_namespaces(tmp_path, monkeypatch):
     return apply
 
 
+@pytest.fixture
+def per_step_launcher(monkeypatch):
+    """The per-step launcher's own failures: where root has a run's shared namespace (harness/isolation/run_netns.py)
+    the launcher still serves steps with private directories and the user namespace fallback."""
+    monkeypatch.setattr(netns, "PER_RUN", False)
+
+
 @pytest.fixture(autouse=True)
 def switch_unset(monkeypatch):
     monkeypatch.delenv(netns.SWITCH, raising=False)
@@ -402,7 +409,8 @@ def test_harness_netns_off_runs_without_a_namespace_and_says_so(run, tmp_path, b
 # --------------------------------------------------------------------------- a launcher that fails before exec
 
 
-def test_unshare_refused_at_run_time_fails_the_step_with_the_cause(run, tmp_path, no_namespaces, namespaces):
+def test_unshare_refused_at_run_time_fails_the_step_with_the_cause(run, tmp_path, no_namespaces, namespaces,
+        per_step_launcher):
     # probed (and cached) as available ...
     no_namespaces(forget_probe=False)  # ... then refused when the step starts
     started = time.monotonic()
@@ -418,7 +426,8 @@ def test_unshare_refused_at_run_time_fails_the_step_with_the_cause(run, tmp_path
     assert time.monotonic() - started < 10
 
 
-def test_a_launcher_that_dies_before_handing_over_fails_the_step(run, tmp_path, monkeypatch, namespaces):
+def test_a_launcher_that_dies_before_handing_over_fails_the_step(run, tmp_path, monkeypatch, namespaces,
+        per_step_launcher):
     monkeypatch.setattr(netns, "LAUNCHER", [sys.executable, "-c", "import sys; sys.exit(3)"])
     result = run(scenario(), target(tmp_path, "probe", ""), keep=True)
     assert result.error == ("step 1 (launch): could not isolate the step's network: the launcher exited before "
@@ -426,7 +435,8 @@ def test_a_launcher_that_dies_before_handing_over_fails_the_step(run, tmp_path, 
     assert result.steps[0].exit_code == 3 and not (home(result) / "seen-1.json").exists()
 
 
-def test_a_launcher_that_never_hands_over_is_killed_at_the_handshake_timeout(run, tmp_path, monkeypatch, namespaces):
+def test_a_launcher_that_never_hands_over_is_killed_at_the_handshake_timeout(run, tmp_path, monkeypatch, namespaces,
+        per_step_launcher):
     pid_file = tmp_path / "stalled.pid"
     stall = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
     monkeypatch.setattr(netns, "LAUNCHER", [sys.executable, "-c", stall])

@@ -107,7 +107,8 @@ def _overhead(quick: bool, scratch: Path, progress: Callable[[str], None]) -> li
     for (path, spec), rounds in cases:
         scenario = load_scenario(CHECKOUT / "scenarios" / path)
         target, = resolve_target(spec)
-        progress(f"{target.name}, {scenario.name}: bare processes, the harness, the harness without namespaces")
+        progress(f"{target.name}, {scenario.name}: bare processes, the harness, the harness without "
+                 "namespaces, the harness with a namespace per step (before)")
         try:
             got = overhead.measure(scenario, target, rounds, scratch, progress)
         except overhead.BenchError as exc:
@@ -115,7 +116,8 @@ def _overhead(quick: bool, scratch: Path, progress: Callable[[str], None]) -> li
             results.append({"target": target.name, "scenario": scenario.name, "error": str(exc)})
             continue
         progress(f"→ {target.name}: harness {got['harness_s']['median']:.3f} s, bare {got['bare_s']['median']:.3f} s, "
-                 f"×{got['ratio']:.3f}; without namespaces ×{got['ratio_no_netns']:.3f}; "
+                 f"×{got['ratio']:.3f}; a namespace per step (before) ×{got['ratio_per_step_netns']:.3f}; "
+                 f"without namespaces ×{got['ratio_no_netns']:.3f}; "
                  f"{got['in_steps_per_step_ms']:.1f} ms per step in the steps, {got['around_steps_ms']:.1f} ms around them")
         results.append(got)
     return results

@@ -13,7 +13,10 @@ the bare launch's own id in its place; nothing else changes.
 The harness's figure is run_scenario's wall time: workspace, fake API server,
 each step in its own network namespace (harness/isolation/netns.py), the journals on
 disk, the checks, the cleanup. A third variant runs the same with
-HARNESS_NETNS=off, to show how much of the difference is the namespace.
+HARNESS_NETNS=off, to show how much of the difference is the namespace, and a
+fourth isolates each step the way it was before the run's shared namespace
+(harness/isolation/run_netns.py): a namespace of its own per step, made by the
+per-step launcher interpreter (netns.PER_RUN off: a switch only this uses).
 The variants alternate round by round; the ratio reported is the median of
 the per-round ratios harness / bare.
 """
@@ -37,12 +40,13 @@ from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
 from harness.journal.launches import steering_env
 from harness.run.session import LiveRun
+from harness.isolation import netns
 from harness.isolation.process import wait_for_exit
 from harness.run.runner import run_scenario
 from harness.scenario.model import Scenario, Step
 from harness.targets.base import Target
 
-BARE, HARNESS, HARNESS_NO_NETNS = "bare", "harness", "harness_no_netns"
+BARE, HARNESS, HARNESS_NO_NETNS, HARNESS_PER_STEP = "bare", "harness", "harness_no_netns", "harness_per_step_netns"
 
 
 class BenchError(Exception):
@@ -199,17 +203,23 @@ def _timed_process(argv: list[str], env: dict, cwd: str, out: Path, err: Path, t
     return wall, code
 
 
-def run_harness(scenario: Scenario, target: Target, journal_dir: Path, netns_off: bool = False) -> dict:
-    """run_scenario's wall time, and how much of it the steps took as the runner measured them."""
+def run_harness(scenario: Scenario, target: Target, journal_dir: Path, netns_off: bool = False,
+                per_step: bool = False) -> dict:
+    """run_scenario's wall time, and how much of it the steps took as the runner measured them.
+
+    `per_step`: each step in a namespace of its own made by the launcher interpreter, as before the run's shared one.
+    """
     journal = journal_dir / f"{scenario.name}-{time.monotonic_ns()}.jsonl"
     saved = os.environ.get("HARNESS_NETNS")
     if netns_off:
         os.environ["HARNESS_NETNS"] = "off"
+    netns.PER_RUN = not per_step
     try:
         started = time.perf_counter()
         result = run_scenario(scenario, target, journal)
         wall = time.perf_counter() - started
     finally:
+        netns.PER_RUN = True
         if netns_off:
             if saved is None:
                 os.environ.pop("HARNESS_NETNS", None)
@@ -232,12 +242,14 @@ def measure(scenario: Scenario, target: Target, rounds: int, scratch: Path,
 
         def said(number: int, got: dict) -> None:
             progress(f"round {number}/{rounds}: bare {sum(got[BARE]):.3f}s, harness {got[HARNESS]['wall_s']:.3f}s, "
-                     f"without namespaces {got[HARNESS_NO_NETNS]['wall_s']:.3f}s")
+                     f"without namespaces {got[HARNESS_NO_NETNS]['wall_s']:.3f}s, "
+                     f"a namespace per step {got[HARNESS_PER_STEP]['wall_s']:.3f}s")
 
         runs = alternate({
             BARE: lambda: run_bare(recording),
             HARNESS: lambda: run_harness(scenario, target, journal_dir),
             HARNESS_NO_NETNS: lambda: run_harness(scenario, target, journal_dir, netns_off=True),
+            HARNESS_PER_STEP: lambda: run_harness(scenario, target, journal_dir, per_step=True),
         }, rounds, said)
     finally:
         discard(recording)
@@ -248,6 +260,7 @@ def figures(scenario: Scenario, target: Target, runs: dict) -> dict:
     bare = [sum(walls) for walls in runs[BARE]]
     harness = [r["wall_s"] for r in runs[HARNESS]]
     no_netns = [r["wall_s"] for r in runs[HARNESS_NO_NETNS]]
+    per_step = [r["wall_s"] for r in runs[HARNESS_PER_STEP]]
     in_steps = [r["steps_s"] for r in runs[HARNESS]]
     ratios = [h / b for h, b in zip(harness, bare)]
     ratios_no_netns = [h / b for h, b in zip(no_netns, bare)]
@@ -266,9 +279,12 @@ def figures(scenario: Scenario, target: Target, runs: dict) -> dict:
         "ratio": round(median(ratios), 4),  # the headline: median over rounds of harness / bare
         "ratio_of_medians": round(median(harness) / median(bare), 4),
         "ratio_no_netns": round(median(ratios_no_netns), 4),
+        "harness_per_step_netns_s": summary(per_step),  # before: a launcher interpreter and a namespace per step
+        "ratio_per_step_netns": round(median([h / b for h, b in zip(per_step, bare)]), 4),
         "overhead_per_step_ms": round(1000 * (median(harness) - median(bare)) / steps, 2),
         "in_steps_per_step_ms": round(1000 * (median(in_steps) - median(bare)) / steps, 2),
         "around_steps_ms": round(1000 * (median(harness) - median(in_steps)), 2),
         "raw": {"bare_s": [round(x, 6) for x in bare], "harness_s": [round(x, 6) for x in harness],
-                "harness_no_netns_s": [round(x, 6) for x in no_netns]},
+                "harness_no_netns_s": [round(x, 6) for x in no_netns],
+                "harness_per_step_netns_s": [round(x, 6) for x in per_step]},
     }

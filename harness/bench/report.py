@@ -77,7 +77,10 @@ def render_markdown(document: dict) -> str:
             f"| harness overhead, {entry['target']} ({entry['scenario']}, {entry['steps']} steps, "
             f"median of {entry['rounds']} alternating rounds) | {_x(entry['ratio'])}: harness "
             f"{entry['harness_s']['median']:.3f} s against bare processes {entry['bare_s']['median']:.3f} s; "
-            f"{_x(entry['ratio_no_netns'])} with HARNESS_NETNS=off | {verdict['limit']}: {_met(verdict['met'])} |")
+            f"{_x(entry['ratio_no_netns'])} with HARNESS_NETNS=off"
+            + (f"; {_x(entry['ratio_per_step_netns'])} with a namespace per step (before)"
+               if "ratio_per_step_netns" in entry else "")
+            + f" | {verdict['limit']}: {_met(verdict['met'])} |")
     fake = document.get("fakeapi") or {}
     if "error" in fake:
         lines.append(f"| fake API | not measured: {fake['error']} | - |")

@@ -117,7 +117,7 @@ def _run_launcher(launcher: ScenarioLauncher, session: StepSession, on_step: Cal
     try:
         with netns.isolated_step(call.argv, server, private_dirs=call.private_dirs) as isolation:
             outcome = run_process(isolation.argv, env, call.cwd, timeout, stdout_path, stderr_path,
-                                  on_start=steps.launcher_started, pass_fds=isolation.pass_fds,
+                                  on_start=steps.launcher_started, pass_fds=isolation.pass_fds, netns=isolation.netns,
                                   label=f"the {launcher.name} process that launches every step")
     finally:
         steps.finish()

@@ -70,7 +70,8 @@ def run_in_terminal(call: StepCall, session: StepSession, ui: TerminalUI) -> tup
         with netns.isolated_step(call.argv, session.server) as isolation:
             outcome = run_process(isolation.argv, call.env, call.cwd, call.timeout_s + ui.exit_s + 5,
                                   call.stdout_path, call.stderr_path, on_start=on_start,
-                                  pass_fds=isolation.pass_fds, label=call.label, terminal=terminal)
+                                  pass_fds=isolation.pass_fds, label=call.label, terminal=terminal,
+                                  netns=isolation.netns)
     finally:
         driver.exited.set()
         started.set()

@@ -152,7 +152,7 @@ class _Warden:
         self.pid = said["ready"]
 
     def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
-              pass_fds: Sequence[int] = (), terminal: str | None = None) -> StepProcess:
+              pass_fds: Sequence[int] = (), terminal: str | None = None, netns: str | None = None) -> StepProcess:
         # As subprocess.Popen raises "subprocess.Popen" (PEP 578): the process is started by the warden, but it is
         # this process that starts it, and an audit hook watching for process starts must see it.
         sys.audit("harness.step.spawn", argv[0], list(argv), cwd)
@@ -160,7 +160,7 @@ class _Warden:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             os.write(body, json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd), "pass": list(pass_fds),
-                                       "terminal": terminal}).encode())
+                                       "terminal": terminal, "netns": netns}).encode())
             with self._lock:
                 try:
                     socket.send_fds(self.control, [b"spawn"], [theirs.fileno(), body, stdout, stderr, *pass_fds])
@@ -238,10 +238,11 @@ def binding_notes() -> list[str]:
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
-          pass_fds: Sequence[int] = (), terminal: str | None = None) -> StepProcess | None:
+          pass_fds: Sequence[int] = (), terminal: str | None = None, netns: str | None = None) -> StepProcess | None:
     """The step started by this process's warden; None where there is none (the caller starts it itself).
 
     `terminal`: the path of a pseudo-terminal's slave, the step's stdin and controlling terminal (an interactive step).
+    `netns`: a network namespace's path, the step started in it (a run's, harness/isolation/run_netns.py).
     A warden found dead is replaced once. Raises SpawnFailed when the program cannot start.
     """
     for attempt in (1, 2):
@@ -249,7 +250,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, s
         if current is None:
             return None
         try:
-            return current.spawn(argv, env, cwd, stdout, stderr, pass_fds, terminal)
+            return current.spawn(argv, env, cwd, stdout, stderr, pass_fds, terminal, netns)
         except WardenLost:
             if attempt == 2:
                 raise

@@ -52,6 +52,10 @@ before exec; the notes say "private /var/tmp: bound to DIR". A bind that fails
 fails the step, naming the paths. Where namespaces are unavailable or switched
 off, the step runs without, and its notes say "/var/tmp not private: ...".
 
+Where the harness is root, a run's steps share one namespace instead, made
+once and entered per step without the launcher (harness/isolation/run_netns.py,
+which says when); the guarantees above are the same.
+
 The namespace keeps accidents in; it is not a jail: an agent running as real
 root may still setns() back into the host's network namespace.
 """
@@ -72,7 +76,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
-from harness.isolation import lifetime, stopping
+from harness.isolation import lifetime, run_netns, stopping
 from harness.isolation import netns_launcher as launcher
 from harness.isolation.netns_counters import attempts_note, read_counters
 if TYPE_CHECKING:
@@ -82,6 +86,7 @@ SWITCH = "HARNESS_NETNS"  # "off" (or 0, false, no) runs steps without a namespa
 HANDSHAKE_TIMEOUT_S = 30.0  # launcher → harness: listener handed over; harness → launcher: acknowledged
 LAUNCHER = [sys.executable, "-I", "-S", str(Path(launcher.__file__).resolve())]  # -I -S: no site, no PYTHON* variables
 PROXY_ONLY = "outbound traffic only caught through the proxy variables"
+PER_RUN = True  # False: a namespace per step, the launcher's way even as root (the bench's "before"; launcher tests)
 
 
 # ============================================================================ harness side
@@ -103,6 +108,7 @@ class StepIsolation:
     isolated: bool = False
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the step could not be isolated or started: the step's error, naming the cause
+    netns: str | None = None  # the run's namespace, as a path: the step is started in it (run_netns.py)
 
 
 _probe_lock = threading.Lock()
@@ -163,6 +169,16 @@ def isolated_step(argv: Sequence[str], server: "FakeAPIServer",
         yield StepIsolation(list(argv), notes=[f"network namespaces unavailable here: {can.reason}; {PROXY_ONLY}",
                                                *_not_private(binds, f"namespaces unavailable here: {can.reason}"),
                                                *unbound])
+        return
+    shared = run_netns.for_server(server) if PER_RUN and not binds and can.how == launcher.WAYS[0][0] else None
+    if shared is not None:  # the run's namespace, entered as the step starts: no launcher, no handshake
+        before = shared.counters()
+        isolation = StepIsolation(list(argv), isolated=True, netns=shared.path, notes=list(unbound))
+        try:
+            yield isolation
+        finally:
+            note = attempts_note(run_netns.counted_since(before, shared.counters()))
+            isolation.notes.extend([note] if note else [])
         return
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     handover = _Handover(ours, theirs, server, binds)

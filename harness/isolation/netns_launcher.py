@@ -46,7 +46,7 @@ class _MountFailed(Exception):
     """A namespace was had, but a private directory could not be bound: the step fails, naming the paths."""
 
 
-_WAYS = (("network namespace", CLONE_NEWNET, "CLONE_NEWNET"),
+WAYS = (("network namespace", CLONE_NEWNET, "CLONE_NEWNET"),
          ("user and network namespace", CLONE_NEWUSER | CLONE_NEWNET, "CLONE_NEWUSER|CLONE_NEWNET"))
 
 
@@ -57,7 +57,7 @@ def _enter_namespace(mounts: bool = False) -> str:
     """
     libc = ctypes.CDLL(None, use_errno=True)
     failures = []
-    for how, flags, name in _WAYS:
+    for how, flags, name in WAYS:
         if mounts:
             flags, name = flags | CLONE_NEWNS, f"{name}|CLONE_NEWNS"
         uid, gid = os.geteuid(), os.getegid()

@@ -64,12 +64,14 @@ def run_process(
     pass_fds: Sequence[int] = (),
     label: str = "",
     terminal: str | None = None,
+    netns: str | None = None,
 ) -> ProcessOutcome:
     """`pass_fds`: descriptors the process inherits beyond stdio (harness/isolation/netns.py's handshake with its launcher).
 
     `label`: what a stop sent from the step's processes calls its root ("the agent of step 2 (resume)"; harness/isolation/stopping.py).
     `terminal`: a pseudo-terminal's slave path, the process's stdin, stdout and stderr (its controlling terminal where
     the warden starts it); the output paths are then left to whoever reads the terminal (harness/execution/pty.py).
+    `netns`: the run's network namespace (harness/isolation/run_netns.py), the process started in it.
     """
     started = time.monotonic()
     with contextlib.ExitStack() as files:
@@ -80,7 +82,7 @@ def run_process(
             out = err = os.open(terminal, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
             files.callback(os.close, out)
         try:
-            proc = _start(argv, env, cwd, out, err, pass_fds, terminal)
+            proc = _start(argv, env, cwd, out, err, pass_fds, terminal, netns)
         except (OSError, lifetime.SpawnFailed, lifetime.WardenLost) as exc:
             return ProcessOutcome(None, time.monotonic() - started, 0, launch_error=f"cannot start {argv[0]!r}: {exc}")
         on_start(proc.pid)
@@ -121,15 +123,22 @@ def run_process(
 
 
 def _start(argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdout: int, stderr: int,
-           pass_fds: Sequence[int], terminal: str | None = None) -> "subprocess.Popen | lifetime.StepProcess":
+           pass_fds: Sequence[int], terminal: str | None = None,
+           netns: str | None = None) -> "subprocess.Popen | lifetime.StepProcess":
     """By the warden (harness/isolation/lifetime.py); by this process where there is none (the step's notes say so).
+
+    In `netns`: the warden enters it for the spawn; without a warden, util-linux nsenter enters it and execs the argv.
 
     Without the warden a terminal is the process's stdio but not its controlling terminal (that needs code between
     fork and exec, which Popen runs only as an unsafe preexec_fn).
     """
-    proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds, terminal)
+    proc = lifetime.spawn(argv, env, cwd, stdout, stderr, pass_fds, terminal, netns)
     if proc is not None:
         return proc
+    if netns:
+        from harness.isolation.run_netns import NSENTER
+
+        argv = [NSENTER, f"--net={netns}", "--", *argv]
     with stopping.unblocked():
         return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL if terminal is None else stdout,
                                 stdout=stdout, stderr=stderr, start_new_session=True, pass_fds=tuple(pass_fds))

@@ -46,6 +46,9 @@ STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}  # drained and rep
 _MAX_FDS = 64
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _WAKE_MS = 200  # how often the warden looks for stop signals sent to it (blocked: they do not wake the poll)
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+_home_netns: list[int] = []  # the warden's own network namespace, opened at the first step started in another
 
 
 class Warden:
@@ -194,6 +197,7 @@ def _start(body: dict, wanted: list[tuple[int, int]]) -> int:
     terminal = body.get("terminal")
     actions = [(os.POSIX_SPAWN_OPEN, 0, terminal or os.devnull, os.O_RDWR if terminal else os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_DUP2, source, target) for source, target in moved]
+    entered = _enter_netns(body.get("netns"))  # the run's namespace (harness/isolation/run_netns.py): inherited
     try:
         first_error = None
         for program in _candidates(argv[0], env):
@@ -206,9 +210,30 @@ def _start(body: dict, wanted: list[tuple[int, int]]) -> int:
                     first_error = exc
         raise _CannotStart(first_error or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)), argv[0])
     finally:
+        if entered and _libc.setns(_home_netns[0], CLONE_NEWNET) != 0:
+            os._exit(70)  # never start a later step in this one's namespace: the harness sees the warden gone
         for source, _ in moved:
             os.close(source)
         os.chdir("/")
+
+
+def _enter_netns(path: str | None) -> bool:
+    """The warden itself into a run's network namespace for one spawn (the step inherits it); True when entered."""
+    if not path:
+        return False
+    if not _home_netns:
+        _home_netns.append(os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _CannotStart(OSError(exc.errno, f"cannot open the run's network namespace ({exc.strerror})"), path)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            code = ctypes.get_errno()
+            raise _CannotStart(OSError(code, f"cannot enter the run's network namespace ({os.strerror(code)})"), path)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _candidates(program: str, env: dict) -> list[str]:
