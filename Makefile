@@ -56,7 +56,7 @@ $(STAMP): pyproject.toml
 # Codex's compaction by usage numbers. Exit 0 when every verdict matches the scenarios' expectations; a failed run
 # does not stop later ones.
 run: tools
-	$(BIN)/harness run --suite all
+	$(BIN)/harness run --suite all -n auto
 
 # The incident catalog (incidents/, docs/findings/incidents.md): every entry on its own targets, the affected
 # release and the fixed one, each installed on first use. Exit 0 when every entry judges as recorded.
@@ -74,7 +74,8 @@ soak: install
 
 # What the harness costs, measured in one run (not part of make test): its overhead over the bare agent processes
 # (reference and the pinned Claude Code), the fake API's added latency and throughput, in-process exploration
-# speed, and the whole reference library serial against -n 2. Writes reports/bench/bench.json and bench.md.
+# speed, the whole reference library serial against -n 2, and the gate: each suite as make run runs it, its wall time
+# against its agent processes' own CPU time over the cores. Writes reports/bench/bench.json and bench.md.
 bench: tools
 	$(BIN)/python -m harness.bench --out reports/bench
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Callable
 
 import harness
-from harness.bench import machine, report
+from harness.bench import gate, machine, report
 
 CHECKOUT = Path(harness.__file__).resolve().parent.parent
-PARTS = ("overhead", "fakeapi", "explore", "library", "bisect")
+PARTS = ("overhead", "fakeapi", "explore", "library", "bisect", "gate")
 REFERENCE = ("retry-after-wrong-answer.yaml", "reference")
 CLAUDE_CODE = ("claude-code/wrong-answer-then-retry.yaml", "claude-code@{version}+append-every-launch")
 
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
             "explore": lambda progress: _explore(args.quick, progress),
             "library": lambda progress: _library(args.quick, scratch, progress),
             "bisect": lambda progress: _bisect(args.quick, scratch, progress),
+            "gate": lambda progress: gate.measure(scratch, CHECKOUT, args.quick, progress),
         }
         for part in args.parts:
             say(f"{part}:")

@@ -126,4 +126,24 @@ def render_markdown(document: dict) -> str:
             f"of {bisection['releases']} (⌈log2 n⌉ = {bisection['log2_n']}; {bisection['skipped']} skipped), first changed "
             f"{bisection['first_changed']}, {bisection['wall_s']:.0f} s | {verdict['limit']} = {bisection['bound']}: "
             f"{_met(verdict['met'])} |")
+    lines += _gate_lines(document.get("gate") or {})
     return "\n".join(lines) + "\n"
+
+
+def _gate_lines(gate: dict) -> list[str]:
+    """make run per suite on every core: wall time against the agents' CPU time over the cores (harness/bench/gate.py)."""
+    if "error" in gate:
+        return ["", f"The gate against the agents' own time: not measured: {gate['error']}"]
+    if not gate:
+        return []
+    lines = ["", f"The gate against the agents' own time: each suite as make run runs it (`-n {gate['cores']}`), its wall "
+             f"time against the sum of its agent processes' CPU time over {gate['cores']} cores (1.0: only ever waiting "
+             "for agents).", "", "| suite | runs | wall | agents' CPU / cores | gate |", "|---|---|---|---|---|"]
+    for row in gate["suites"]:
+        figure = "-" if row["gate"] is None else f"×{row['gate']:.2f}"
+        unmeasured = f" ({row['steps_unmeasured']} in-process steps not counted)" if row["steps_unmeasured"] else ""
+        lines.append(f"| {row['suite']} | {row['runs']} | {row['wall_s']:.1f} s | {row['limit_s']:.1f} s{unmeasured} | "
+                     f"{figure}{'' if not row['exit_code'] else ', exit ' + str(row['exit_code'])} |")
+    total = "-" if gate["gate"] is None else f"×{gate['gate']:.2f}"
+    lines.append(f"| all | {sum(r['runs'] for r in gate['suites'])} | {gate['wall_s']:.1f} s | {gate['limit_s']:.1f} s | {total} |")
+    return lines

@@ -87,6 +87,7 @@ class StepProcess:
         self._step, self.pid, self.args, self.warden_pid = step, pid, list(args), warden_pid
         self.returncode: int | None = None
         self.orphans = 0  # processes it left that had come to the warden, killed when it ended
+        self.cpu_s: float | None = None  # its user and system time, with the children it waited for
         self.signals: list[dict] = []  # stop signals the warden was sent while the step ran
         self.lost = False
 
@@ -110,6 +111,7 @@ class StepProcess:
         if "exit" in message:
             self.returncode = os.waitstatus_to_exitcode(message["exit"])
             self.orphans = message.get("orphans", 0)
+            self.cpu_s = message.get("cpu_s")
             self._step.close()
         elif "signal" in message:
             self.signals.append(message)

@@ -51,6 +51,7 @@ class ProcessOutcome:
     leftovers_killed: bool = False
     launch_error: str | None = None
     notes: list[str] = field(default_factory=list)  # what the step's notes should say about how it ran
+    cpu_s: float | None = None  # the process's user + system time (with children it waited for), where the warden saw it
 
 
 def run_process(
@@ -119,6 +120,7 @@ def run_process(
         timed_out=timed_out,
         leftovers_killed=leftovers or getattr(proc, "orphans", 0) > 0,
         notes=_signal_notes(proc),
+        cpu_s=getattr(proc, "cpu_s", None),
     )
 
 

@@ -18,7 +18,7 @@ The step socket (SOCK_SEQPACKET, one per step), warden → harness:
   {"started": PID} once the step has exec'd, or {"exec_error": TEXT};
   {"signal": SIGNO, "sender": PID} for a stop signal someone sent the warden
   while the step ran (it never stops the warden);
-  {"exit": WAIT_STATUS, "orphans": N} when the step's process ended, N being
+  {"exit": WAIT_STATUS, "orphans": N, "cpu_s": S} when the step's process ended, N being
   the processes it left that had come to the warden and were killed with it.
 
 What a step's process gets is what subprocess.Popen(start_new_session=True,
@@ -117,7 +117,7 @@ class Warden:
     def _reap(self) -> None:
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
@@ -125,7 +125,8 @@ class Warden:
             step = self.steps.pop(pid, None)
             if step is not None:
                 orphans = 0 if self.steps else self._kill_orphans()
-                _send(step, {"exit": status, "orphans": orphans})
+                # the step's own CPU time and that of the children it waited for: the agent's time, not the harness's
+                _send(step, {"exit": status, "orphans": orphans, "cpu_s": usage.ru_utime + usage.ru_stime})
                 step.close()
 
     def _kill_orphans(self) -> int:

@@ -193,6 +193,7 @@ def _run_step(run: LiveRun, step: Step) -> StepResult:
     stdout = strip_escapes(stdout_path.read_text(encoding="utf-8", errors="replace")) if stdout_path.exists() else ""
     result.exit_code = outcome.exit_code
     result.duration_s = round(outcome.duration_s, 3)
+    result.cpu_s = None if outcome.cpu_s is None else round(outcome.cpu_s, 3)
     result.timed_out = outcome.timed_out
     # Reports quote these: no credential an agent printed, redacted before the cut so a secret across it shows nothing.
     result.stdout_tail = redact_tail(tail(stdout_path, TAIL_LIMIT + TAIL_MARGIN), TAIL_LIMIT)
