@@ -174,3 +174,28 @@ def test_bad_attempt_counts_are_refused(tmp_path):
     for option, value in (("--retries", "-1"), ("--repeat", "0"), ("--retries", "x")):
         proc = harness("run", str(scenario(tmp_path)), option, value, cwd=tmp_path)
         assert proc.returncode == 2 and "expected a whole number" in proc.stderr, (option, value, proc.stderr)
+
+
+def test_the_flaky_run_reads_as_such_in_a_browser(tmp_path, monkeypatch):
+    from offline_browser import offline_page
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "out"
+    paths = [str(scenario(tmp_path, "flips")), str(scenario(tmp_path, "steady"))]
+    proc = harness("run", *paths, "--target", str(flip_target(tmp_path)), "--retries", "1", "--report-dir", str(out),
+                   cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert [r["flaky"] for r in runs(out)] == [True, True]  # each run's first launch is an odd one
+    with offline_page(out / "report.html", tmp_path, monkeypatch) as driver:
+        status = driver.find_element(By.CSS_SELECTOR, "#row-1 td.status")
+        assert status.text == "flaky · pass" and status.is_displayed()
+        assert driver.find_element(By.CSS_SELECTOR, "#row-1 td.expected").text == "NO"
+        driver.find_element(By.CSS_SELECTOR, 'label[for="only-unexpected"]').click()
+        assert [e.get_attribute("id") for e in driver.find_elements(By.CSS_SELECTOR, "#matrix tr.run")
+                if e.is_displayed()] == ["row-1", "row-2"]  # a flaky run is never hidden as expected
+        banner = driver.find_element(By.CSS_SELECTOR, "#run-1 p.flaky")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", banner)
+        assert banner.is_displayed() and banner.value_of_css_property("font-weight") == "700"
+        attempts = driver.find_elements(By.CSS_SELECTOR, "#run-1 ol.attempts li")
+        assert [a.get_attribute("data-as-expected") for a in attempts] == ["no", "yes"]
+        assert "flips__flip.attempt-1.jsonl" in attempts[0].text
