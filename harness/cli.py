@@ -30,7 +30,7 @@ import harness.targets  # noqa: F401,E402
 
 # The subcommands in the order `harness --help` lists them: the name, and its module under harness/commands/.
 COMMANDS = {"init": "init", "doctor": "doctor", "run": "run", "diff": "diff", "explore": "explore", "import": "importing",
-            "minimize": "minimize", "bisect": "bisect", "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
+            "merge-reports": "merge_reports", "minimize": "minimize", "bisect": "bisect", "serve": "serve", "targets": "targets", "install": "install", "clean": "clean"}
 STARTS_AGENTS = ("run", "diff", "explore", "minimize", "bisect", "doctor")
 
 

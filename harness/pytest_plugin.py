@@ -56,6 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-target-file-from-working-tree", dest="harness_target_file_from_working_tree",
                     action="store_true",
                     help="for FILE@REV targets, read the target file from the working tree instead of as it is at REV")
+    group.addoption("--harness-shard", dest="harness_shard", default=None, metavar="i/n",
+                    help="keep only shard i of n (1-based) of the scenario items, dealt as `harness run --shard i/n` "
+                         "deals its runs; the others are deselected (the session's other tests are left alone)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -68,6 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config._harness_config = project  # type: ignore[attr-defined]
         config._harness_collection = _Collection(project, config)  # type: ignore[attr-defined]
         _add_configured_paths(config, project)
+        if config.getoption("harness_shard") is not None:
+            from harness.shards.assignment import parse_shard
+
+            config._harness_shard = parse_shard(config.getoption("harness_shard"), "--harness-shard")  # type: ignore[attr-defined]
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
         if not hasattr(config, "workerinput"):  # once per session: what the runs of a killed session left behind
@@ -145,6 +152,43 @@ class _Collection:
         if FOUND_FOLDER in below:
             inboxes.append(scenarios.joinpath(*below[:below.index(FOUND_FOLDER) + 1]))
         return any(not any(n == box or n.is_relative_to(box) for n in self.named) for box in inboxes)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--harness-shard i/n`: the scenario items of other shards deselected, as pytest's `-k` deselects.
+
+    Only this plugin's items are dealt (by the same assignment as `harness run --shard`, over the item's
+    scenario and target): a team's own tests in the session are not this option's to split, and a plugin
+    that shards every item (pytest-split) can still do so beside it.
+    """
+    shard = getattr(config, "_harness_shard", None)
+    if shard is None:
+        return
+    from harness.shards.assignment import runs_of
+
+    ids = {item: _run_id(item) for item in items if isinstance(item, (ScenarioItem, ComparisonItem))}
+    owned = runs_of(shard, list(ids.values()))
+    deselected = [item for item, run in ids.items() if run not in owned]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        dropped = set(deselected)
+        items[:] = [item for item in items if item not in dropped]
+    config._harness_shard_counts = (len(ids) - len(deselected), len(ids))  # type: ignore[attr-defined]
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    counts = getattr(config, "_harness_shard_counts", None)
+    if counts is None:
+        return None
+    kept, total = counts
+    return (f"harness: shard {config._harness_shard}: {kept} of {total} scenario items, "  # type: ignore[attr-defined]
+            f"{total - kept} deselected")
+
+
+def _run_id(item: pytest.Item) -> tuple[str, str]:
+    """(scenario, target) as `harness run` names the run; the item's label (a repeat's round, a pair) otherwise."""
+    scenario = item.scenario.name  # type: ignore[attr-defined]
+    return scenario, item.name[len(scenario) + 1:-1] if item.name.startswith(f"{scenario}[") else item.name
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):

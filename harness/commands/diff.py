@@ -9,6 +9,7 @@ import sys
 from harness.commands.common import (
     EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, load_library, one_target,
 )
+from harness.commands.sharding import ShardPlan, add_shard_options
 from harness.errors import InputError
 from harness.report import DIFF_REPORTERS
 from harness.report.files import ReportWriteError
@@ -34,6 +35,7 @@ def add_parser(sub) -> None:
     diff.add_argument("--quiet", "-q", action="store_true", help="no per-step progress")
     add_target_file_option(diff)
     add_option(diff, DIFF_REPORTERS)
+    add_shard_options(diff, "scenarios (each scenario's baseline and candidate runs stay together)")
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.report import comparison as report
     from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.runner import Interrupted
+    from harness.shards import record as shard_record
 
     from harness import config
 
@@ -55,11 +58,17 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             raise InputError(f"--require-fix {name!r}: no such scenario among the {len(scenarios)} loaded ({', '.join(sorted(names))})")
     from_tree = args.target_file_from_working_tree
     baseline, candidate = one_target(args.baseline, "--baseline", from_tree), one_target(args.candidate, "--candidate", from_tree)
-    report_dir = folder.prepare(args.report_dir, "diff", files_of(reporters), project.place(project.report_dir))
+    # A scenario is the unit: its cells compare both sides, so its two runs go to one shard, named as the pytest
+    # plugin names the comparison item (scenario, "BASELINE → CANDIDATE").
+    matrix = [(s.name, f"{baseline.name} → {candidate.name}") for s in scenarios]
+    shard = ShardPlan(args, matrix)
+    mine = scenarios if shard.owned is None else [s for s, run in zip(scenarios, matrix) if run in shard.owned]
+    own_files = files_of(reporters) + ((shard_record.RECORD_NAME,) if shard.shard else ())
+    report_dir = folder.prepare(args.report_dir, "diff", own_files, project.place(project.report_dir))
     progress = None if args.quiet else console.ConsoleProgress()
     try:
-        comparison = compare(scenarios, baseline, candidate, report_dir / "journal", progress,
-                             args.fail_on_unchanged_fail, args.require_fix)
+        comparison = compare(mine, baseline, candidate, report_dir / "journal", progress,
+                             args.fail_on_unchanged_fail, [n for n in args.require_fix if n in {s.name for s in mine}])
     except Interrupted as stop:
         from harness.redaction import redact, redact_json
 
@@ -73,7 +82,12 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
                          json.dumps(redact_json({"interrupted": True, "error": stop.result.error})) + "\n")
         print(note + f"journals so far: {report_dir / 'journal'}/", file=sys.stderr)
         return EXIT_INTERRUPTED
+    options = {"fail_on_unchanged_fail": args.fail_on_unchanged_fail, "required_fixes": list(args.require_fix)}
+    record = shard.record(shard_record.DIFF, command, (), report_dir, (scenarios, [baseline, candidate], matrix), options,
+                          comparison=comparison)
     try:
+        if record is not None:
+            shard_record.write(report_dir, record)
         fan_out(reporters, comparison, report_dir, ReportContext(tuple(command)))
     except ReportWriteError as exc:
         print(report.table(comparison))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from harness.commands.common import EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_OK, add_target_file_option, load_library, workers
 from harness.commands.run_attempts import add_attempt_options, attempts_of, last_report, only_last_failed, say_flaky
+from harness.commands.sharding import ShardPlan, add_shard_options
 from harness.errors import InputError
 from harness.report import RUN_REPORTERS
 from harness.report.files import ReportWriteError
@@ -37,6 +39,7 @@ def add_parser(sub) -> None:
                      help="run the matrix on N worker processes, each run with its own fake API, port and HOME; "
                           "'auto': one per CPU (default: the configured `workers`, else 1, one run after another)")
     add_attempt_options(run)
+    add_shard_options(run, "matrix (every suite's runs together with --suite)")
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
@@ -44,34 +47,58 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     from harness.report import console, folder
     from harness.report.reporter import ReportContext, choose, fan_out, files_of
     from harness.run.suites import check_overlap, run_parts
+    from harness.shards import record as shard_record
 
     project = config.current()
     reporters = choose(args.reporter, RUN_REPORTERS, "run")
     parts, notes = _plan(args, project)
     check_overlap(parts)
     if args.last_failed is not None:
+        if args.shard:
+            raise InputError("--last-failed and --shard: each shard would read its own last report; run the failed "
+                             "runs unsharded, or shard the whole matrix")
         parts, said = only_last_failed(parts, last_report(args.last_failed, args.report_dir, project))
         notes.append(said)
-    report_dir = folder.prepare(args.report_dir, "run", files_of(reporters), project.place(project.report_dir))
+    # A shard deals out the whole matrix, every part's runs together, so n shards partition what one run would run.
+    shard = ShardPlan(args, [(s.name, t.name) for part in parts for s, t in part.pairs()])
+    if shard.owned is not None:
+        parts = [replace(part, only=shard.owned) for part in parts]
+    own_files = files_of(reporters) + ((shard_record.RECORD_NAME,) if shard.shard else ())
+    report_dir = folder.prepare(args.report_dir, "run", own_files, project.place(project.report_dir))
     for note in notes:  # said on the console and in every report written
         print(f"harness: {note}", file=sys.stderr)
+    if shard.shard is not None:  # said on the console only: the reports of a shard are a single run's, merged
+        print(f"harness: shard {shard.shard}: {len(shard.owned or ())} of {len(shard.matrix)} run(s) of the matrix",
+              file=sys.stderr)
 
     def progress_for(part):
         return None if args.quiet else console.ConsoleProgress(concurrent=part.workers > 1)
 
     results = run_parts(parts, report_dir / "journal", progress_for, lambda line: print(f"harness: {line}", file=sys.stderr),
                         args.keep_workspace, args.target_file_from_working_tree, attempts_of(args))
+    # Everything a single run of the whole matrix would list, in its order: what merge-reports puts back together.
+    matrix = [pair for part in parts for pair in replace(part, only=None).pairs()]
+    inputs = ([s for s, _ in matrix], [t for _, t in matrix], [(s.name, t.name) for s, t in matrix])
+    record = shard.record(shard_record.RUN, command, notes, report_dir, inputs, {}, runs=results)
     try:
+        if record is not None:
+            shard_record.write(report_dir, record)
         fan_out(reporters, results, report_dir, ReportContext(tuple(command), tuple(notes)))
     except ReportWriteError as exc:
         print(console.table(results))
         print(f"harness: error: {exc}; the verdicts above are in no report", file=sys.stderr)
         return EXIT_DIFFERS
     _say_harness_failure(results)
+    return exit_code(results, args.allow_flaky)
+
+
+def exit_code(results, allow_flaky: bool = False) -> int:
+    """130 when the harness was stopped, else 0 only when every verdict is as expected, flaky runs only where allowed
+    (merge-reports' too)."""
     if any(r.interrupted for r in results):
         return EXIT_INTERRUPTED
-    say_flaky(results, args.allow_flaky)
-    return EXIT_OK if all(r.passes_gate(args.allow_flaky) for r in results) else EXIT_DIFFERS
+    say_flaky(results, allow_flaky)
+    return EXIT_OK if all(r.passes_gate(allow_flaky) for r in results) else EXIT_DIFFERS
 
 
 def _plan(args: argparse.Namespace, project) -> tuple[list, list[str]]:

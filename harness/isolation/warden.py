@@ -228,12 +228,10 @@ def _enter_netns(path: str | None) -> bool:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise _CannotStart(OSError(exc.errno, f"cannot open the run's network namespace ({exc.strerror})"), path)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            code = ctypes.get_errno()
-            raise _CannotStart(OSError(code, f"cannot enter the run's network namespace ({os.strerror(code)})"), path)
-    finally:
-        os.close(fd)
+    entered, code = _libc.setns(fd, CLONE_NEWNET) == 0, ctypes.get_errno()
+    os.close(fd)
+    if not entered:
+        raise _CannotStart(OSError(code, f"cannot enter the run's network namespace ({os.strerror(code)})"), path)
     return True
 
 

@@ -54,7 +54,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from harness.run.pool_groups import descendant_groups, kill_groups, process_table
 from harness.run.pool_worker import STOP_SIGNALS, Silent, worker_main
@@ -80,12 +80,13 @@ def run_matrix_parallel(
     workers: int = 2,
     target_file_from_working_tree: bool = False,
     attempts: Attempts = Attempts(),
-    only: frozenset[tuple[str, str]] | None = None,
+    only: Collection[tuple[str, str]] | None = None,
 ) -> list[RunResult]:
     """run_matrix on `workers` processes: the same results, in the same order.
 
     `specs` are the `--target` strings `targets` were resolved from; workers resolve them again, the same way
     (`target_file_from_working_tree` as the parent's: two targets of one name must not be two files).
+    With `only` (a shard's runs), just those (scenario, target) names.
     """
     progress = progress or Silent()
     pairs = [(s, t) for s in scenarios for t in targets if only is None or (s.name, t.name) in only]

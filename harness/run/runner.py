@@ -12,7 +12,7 @@ import re
 import time
 import traceback
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Collection, Protocol, Sequence
 
 from harness.isolation import stopping
 from harness.checks import CheckContext, run_check
@@ -83,9 +83,9 @@ def run_matrix(
     progress: Progress | None = None,
     keep_workspace: bool = False,
     attempts: Attempts = Attempts(),
-    only: frozenset[tuple[str, str]] | None = None,
+    only: Collection[tuple[str, str]] | None = None,
 ) -> list[RunResult]:
-    """Every (scenario, target) pair in order, scenario-major; `only`: the names of the pairs to run, None for all."""
+    """Every scenario on every target, scenario-major; with `only` (a shard's runs), those (scenario, target) names."""
     progress = progress or SilentProgress()
     pairs = [(s, t) for s in scenarios for t in targets if only is None or (s.name, t.name) in only]
     results: list[RunResult] = []

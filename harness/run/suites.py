@@ -34,17 +34,16 @@ class Part:
     targets: Sequence[Target]
     specs: Sequence[str]  # the target specs `targets` were resolved from (workers resolve them again)
     workers: int = 1
-    only: frozenset[tuple[str, str]] | None = None  # (scenario, target) names to run of the matrix; None: all of it
+    # A shard's runs as (scenario, target) names (`--shard i/n`, harness/shards/); None: the whole product.
+    only: frozenset[tuple[str, str]] | None = None
 
-    @property
     def pairs(self) -> list[tuple[Scenario, Target]]:
-        """The runs of this part, scenario-major (the order every report lists them in)."""
-        return [(s, t) for s in self.scenarios for t in self.targets
-                if self.only is None or (s.name, t.name) in self.only]
+        """The (scenario, target) pairs this part runs, scenario-major as run_matrix orders them."""
+        return [(s, t) for s in self.scenarios for t in self.targets if self.only is None or (s.name, t.name) in self.only]
 
     @property
     def runs(self) -> int:
-        return len(self.pairs)
+        return len(self.pairs())
 
 
 def check_overlap(parts: Sequence[Part]) -> None:
@@ -78,8 +77,9 @@ def run_parts(
     results: list[RunResult] = []
     for number, part in enumerate(parts):
         if part.name is not None:
+            mine = f" ({part.runs} of them in this shard)" if part.only is not None else ""
             say(f"suite {part.name} ({number + 1}/{len(parts)}): {len(part.scenarios)} scenario(s) × "
-                f"{len(part.targets)} target(s) = {part.runs} run(s)"
+                f"{len(part.targets)} target(s) = {len(part.scenarios) * len(part.targets)} run(s){mine}"
                 + (f" on {part.workers} workers" if part.workers > 1 else ""))
         progress = progress_for(part)
         if part.workers > 1:
@@ -93,6 +93,6 @@ def run_parts(
         stopped = next((r for r in done if r.interrupted or r.harness_failure), None)
         if stopped is not None:
             why = None if stopped.interrupted else f"not run: the harness could not go on ({stopped.harness_failure})"
-            results += [not_run(s, t, why) for later in parts[number + 1:] for s, t in later.pairs]
+            results += [not_run(s, t, why) for later in parts[number + 1:] for s, t in later.pairs()]
             break
     return results
