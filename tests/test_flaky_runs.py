@@ -199,3 +199,9 @@ def test_the_flaky_run_reads_as_such_in_a_browser(tmp_path, monkeypatch):
         attempts = driver.find_elements(By.CSS_SELECTOR, "#run-1 ol.attempts li")
         assert [a.get_attribute("data-as-expected") for a in attempts] == ["no", "yes"]
         assert "flips__flip.attempt-1.jsonl" in attempts[0].text
+
+
+def test_last_failed_is_not_sharded(tmp_path):
+    proc = harness("run", str(scenario(tmp_path)), "--target", "reference", "--last-failed", "--shard", "1/2", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("harness: error: --last-failed and --shard:")
