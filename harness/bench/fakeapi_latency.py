@@ -13,6 +13,11 @@ the client cost anyway. Both raw figures are reported as well.
 The client is a separate process (harness/bench/loopback_client.py), the
 servers take turns reply by reply, and the fake API is told the client's pid
 as the runner tells it a step's, so its sending-process lookup starts there.
+
+Throughput is replies per second with 1, 4 and 16 concurrent keep-alive
+clients, each figure beside the baseline's at the same count (the client's own
+ceiling: what it gets from a server that costs nothing) and as a ratio to the
+fake API's one-client figure of the same run.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from harness.isolation.workspace import FAKE_API_KEY
 CLIENT = Path(loopback_client.__file__)
 REPLY = "42"
 SCRIPTED_TURNS = 500_000  # more than any measurement asks for: every reply is a scripted one
+# and the loop cap lifted as far: with a run's cap (100) every reply past the 100th was a short 400, not a stream,
+# and the loopback client now refuses any reply but a 200 (loopback_client.exchange).
 
 
 def agent_request(checkout: Path) -> bytes:
@@ -112,7 +119,8 @@ class BaselineServer:
 
 def _fake_api(journal_path: Path) -> tuple[FakeModelAPI, FakeAPIServer]:
     api = FakeModelAPI(Journal(journal_path))
-    api.begin_step(Step(index=1, kind="launch", prompt="What is 6*7?", turns=(text_turn(REPLY),) * SCRIPTED_TURNS))
+    api.begin_step(Step(index=1, kind="launch", prompt="What is 6*7?", turns=(text_turn(REPLY),) * SCRIPTED_TURNS),
+                   max_requests=SCRIPTED_TURNS)
     return api, FakeAPIServer(api).start()
 
 
@@ -175,7 +183,7 @@ def measure(scratch: Path, checkout: Path, count: int, fresh_count: int, clients
             baseline.close()
     finally:
         _close(api, server)
-    result["throughput"] = [_throughput(scratch, reply, encoded, k, duration_s, progress) for k in clients]
+    result["throughput"] = _throughput(scratch, reply, encoded, clients, duration_s, progress)
     return result
 
 
@@ -207,30 +215,53 @@ def _said(what: str, figures: dict) -> str:
             f"over {figures['replies']} replies")
 
 
-def _throughput(scratch: Path, reply: bytes, encoded: str, clients: int, duration_s: float,
-                progress: Callable[[str], None]) -> dict:
-    """Replies per second with `clients` concurrent keep-alive clients; fake and baseline alternate, twice each."""
-    rates: dict[str, list[float]] = {"fake": [], "baseline": []}
-    for number in range(2):
-        for name in (("fake", "baseline") if number == 0 else ("baseline", "fake")):
-            if name == "fake":
-                api, server = _fake_api(scratch / f"throughput-{clients}-{number}.jsonl")
-                port = server.port
-            else:
-                api, baseline = None, BaselineServer(reply)
-                port = baseline.port
-            try:
-                got = _client({"mode": "throughput", "port": port, "request": encoded, "clients": clients,
-                               "duration_s": duration_s}, api)
-            finally:
-                if name == "fake":
-                    _close(api, server)
-                else:
-                    baseline.close()
-            rates[name].append(got["replies"] / got["seconds"])
-    figures = {"clients": clients, "duration_s": duration_s,
-               "fake_replies_per_s": round(median(rates["fake"]), 1),
-               "baseline_replies_per_s": round(median(rates["baseline"]), 1)}
-    progress(f"throughput, {clients} concurrent client(s): fake API {figures['fake_replies_per_s']:.0f} replies/s, "
-             f"baseline {figures['baseline_replies_per_s']:.0f} replies/s")
+THROUGHPUT_ROUNDS = 2
+
+
+def _throughput(scratch: Path, reply: bytes, encoded: str, clients: list[int], duration_s: float,
+                progress: Callable[[str], None]) -> list[dict]:
+    """Replies per second with each number of concurrent keep-alive clients; the median of THROUGHPUT_ROUNDS.
+
+    Round by round over the client counts (forwards, then backwards) and, within each, fake API and baseline
+    alternating: a load that drifts during the run (a shared machine) weighs on every count alike, so the
+    figures of one run can be compared with each other (`fake_vs_one_client`, issue 23: 16 clients must be
+    served at least as fast as one).
+    """
+    rates = {k: {"fake": [], "baseline": []} for k in clients}
+    for number in range(THROUGHPUT_ROUNDS):
+        for k in (clients if number % 2 == 0 else clients[::-1]):
+            for name in (("fake", "baseline") if number % 2 == 0 else ("baseline", "fake")):
+                rates[k][name].append(_rate(scratch / f"throughput-{k}-{number}.jsonl", reply, encoded, name, k,
+                                            duration_s))
+    figures = []
+    for k in clients:
+        figures.append({"clients": k, "duration_s": duration_s, "rounds": THROUGHPUT_ROUNDS,
+                        "fake_replies_per_s": round(median(rates[k]["fake"]), 1),
+                        "baseline_replies_per_s": round(median(rates[k]["baseline"]), 1)})
+    one = next((f["fake_replies_per_s"] for f in figures if f["clients"] == 1), None)
+    for entry in figures:
+        if one:
+            entry["fake_vs_one_client"] = round(entry["fake_replies_per_s"] / one, 3)
+        versus = f" (×{entry['fake_vs_one_client']:.2f} of one client's)" if one and entry["clients"] != 1 else ""
+        progress(f"throughput, {entry['clients']} concurrent client(s): fake API {entry['fake_replies_per_s']:.0f} "
+                 f"replies/s{versus}, baseline {entry['baseline_replies_per_s']:.0f} replies/s")
     return figures
+
+
+def _rate(journal: Path, reply: bytes, encoded: str, name: str, clients: int, duration_s: float) -> float:
+    """One measurement: `clients` keep-alive clients for `duration_s` against a fresh fake API or baseline server."""
+    if name == "fake":
+        api, server = _fake_api(journal)
+        port = server.port
+    else:
+        api, baseline = None, BaselineServer(reply)
+        port = baseline.port
+    try:
+        got = _client({"mode": "throughput", "port": port, "request": encoded, "clients": clients,
+                       "duration_s": duration_s}, api)
+    finally:
+        if name == "fake":
+            _close(api, server)
+        else:
+            baseline.close()
+    return got["replies"] / got["seconds"]

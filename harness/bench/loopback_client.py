@@ -40,7 +40,9 @@ def connect(port: int) -> socket.socket:
 
 
 def exchange(sock: socket.socket, request: bytes) -> int:
-    """Send one request and read its whole reply; the reply's length in bytes."""
+    """Send one request and read its whole reply; the reply's length in bytes.
+
+    Anything but a 200 raises: a figure made of refusals (a loop cap, a foreign sender) would measure those."""
     sock.sendall(request)
     buffer = bytearray()
     header_end, length, chunked = -1, None, False
@@ -53,6 +55,8 @@ def exchange(sock: socket.socket, request: bytes) -> int:
             header_end = buffer.find(b"\r\n\r\n")
             if header_end < 0:
                 continue
+            if not buffer.startswith(b"HTTP/1.1 200 "):
+                raise ValueError(f"not a 200 reply: {bytes(buffer[:80])!r}")
             for line in bytes(buffer[:header_end]).split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
                 name = name.strip().lower()

@@ -10,20 +10,22 @@ the provider's error shape, and a failure of its own is a 500 recorded in
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from harness.journal.exchange import (
-    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query, redact_text,
+    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_query, redact_text,
 )
 from harness.journal.requests import Journal
 from harness.fakeapi import cache_sim, faults, formats, refusal, sender
+from harness.fakeapi.redacted_headers import journaled_headers
 from harness.journal import conversation
 from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, WRONG_METHOD, BadRequest, BreakableStream, Reply, WireFormat
-from harness.fakeapi.script import DEFAULT_REPLY, SIDE_REPLY, StepScript, blocks_of, text_turn
+from harness.fakeapi.script import DEFAULT_REPLY, MAX_REQUESTS_PER_STEP, SIDE_REPLY, StepScript, blocks_of, text_turn
 from harness.fakeapi.transport import HTTPRequest, HTTPResponse
 from harness.journal.rules import RequestRule
 from harness.scenario.model import ApiError, Step, Turn
@@ -60,9 +62,10 @@ class FakeModelAPI:
 
     # ------------------------------------------------------------ step bookkeeping
 
-    def begin_step(self, step: Step) -> None:
+    def begin_step(self, step: Step, max_requests: int = MAX_REQUESTS_PER_STEP) -> None:
+        """`max_requests`: the loop cap (harness/fakeapi/script.py); only a measurement of many replies lifts it."""
         with self._lock:
-            self._active = _ActiveStep(step, StepScript(step))
+            self._active = _ActiveStep(step, StepScript(step, max_requests))
 
     def set_step_pid(self, pid: int) -> None:
         """The step's root process, so the server can tell which process sent a request."""
@@ -109,21 +112,19 @@ class FakeModelAPI:
         active = self._active
         if active is None:
             return None
-        with self._lock:
-            namespaced = self._step_listeners > 0
-        why = sender.foreign_reason(request, active.pid, namespaced)
+        why = sender.foreign_reason(request, active.pid, self._step_listeners > 0)  # one read: no lock to queue on
         if why is None:
             return None
         path, query = refusal.path_and_query(request.target, strict=False)
         wire_format = refusal.format_of(path)
-        with self._lock:
+        with self._journaling():
             exchange = self._new_exchange(request, path, query, FOREIGN, 403, active)
             exchange.error = sender.FOREIGN_ERROR
             exchange.notes.insert(0, why)
             if also is not None:
                 exchange.notes.append(f"also unreadable: {also}")
             exchange.protocol = wire_format.NAME
-            self.journal.append(exchange)
+            self.journal.record(exchange)
         return refusal.response(exchange.seq, BadRequest(exchange.error, 403, "permission_error"), wire_format)
 
     def _internal_error(self, request: HTTPRequest, exc: Exception) -> HTTPResponse:
@@ -182,9 +183,10 @@ class FakeModelAPI:
             normalized = wire_format.parse_request(request.body, path)
         except BadRequest as exc:
             return self._refuse(request, query, path, exc, wire_format)
-        with self._lock:
+        klass = self._classify(normalized)  # the rules alone decide: outside the lock
+        cache = cache_sim.PreparedCache(self._cache, normalized)  # the prompt laid out: outside the lock too
+        with self._journaling():
             active = self._active
-            klass = self._classify(normalized)
             exchange = self._new_exchange(request, path, query, klass, 200, active)
             exchange.protocol = wire_format.NAME
             exchange.normalized = normalized
@@ -194,7 +196,7 @@ class FakeModelAPI:
                 return self._scripted_error(exchange, turn.error, wire_format)
             blocks = blocks_of(turn)
             usage = cache_sim.resolve_usage(
-                wire_format.cache_figures(self._cache, normalized), blocks, turn.usage, active.step.usage if active else None
+                wire_format.cache_figures(cache, normalized), blocks, turn.usage, active.step.usage if active else None
             )
             reply = wire_format.build_reply(exchange.seq, normalized, blocks, turn.effective_stop_reason, usage)
             if turn.fault is not None and wire_format.CARRIES_FAULTS:
@@ -204,7 +206,7 @@ class FakeModelAPI:
                     f"scripted fault not carried out ({turn.fault.describe()}): faults are Anthropic-only; answered normally"
                 )
             exchange.reply = reply.journal_view
-            self.journal.append(exchange)
+            self.journal.record(exchange)
         headers = [(wire_format.REQUEST_ID_HEADER, refusal.request_id(exchange.seq))]
         if normalized["stream"]:
             headers += [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
@@ -251,7 +253,7 @@ class FakeModelAPI:
         retry_after = error.retry_after_header
         if retry_after is not None:  # journaled as the number of seconds the header said
             exchange.reply["error"]["retry_after"] = int(retry_after) if retry_after.isdigit() else float(retry_after)
-        self.journal.append(exchange)
+        self.journal.record(exchange)
         rid = refusal.request_id(exchange.seq)
         body = wire_format.error_body(error.message, error.type, rid)
         headers = [("content-type", "application/json"), ("request-id", rid)]
@@ -265,7 +267,7 @@ class FakeModelAPI:
         exchange.status = faulted.status
         exchange.error = f"scripted fault: {faulted.summary}"
         exchange.reply = faulted.journal
-        self.journal.append(exchange)
+        self.journal.record(exchange)
         headers = [("request-id", refusal.request_id(exchange.seq)), *faulted.headers]
         return HTTPResponse(faulted.status, headers, body=faulted.body, chunks=faulted.chunks, wire=faulted.wire)
 
@@ -276,27 +278,41 @@ class FakeModelAPI:
         else:  # an absolute URL: its query may carry credentials, redacted like any other, and so may its user:password@
             parts = urlsplit(request.target)
             path, query = redact_text(f"{parts.scheme}://{parts.netloc}{parts.path}"), parts.query
-        with self._lock:
+        with self._journaling():
             exchange = self._new_exchange(request, path, query, OUTBOUND, 403, self._active)
             exchange.error = f"outbound {request.method} to {exchange.destination} refused: nothing leaves the machine"
-            self.journal.append(exchange)
+            self.journal.record(exchange)
         body = formats.DEFAULT.error_body(exchange.error, "permission_error", refusal.request_id(exchange.seq))
         return HTTPResponse(403, [("content-type", "application/json"), ("connection", "close")], body=body)
 
     # ------------------------------------------------------------ journaling
 
+    @contextlib.contextmanager
+    def _journaling(self) -> Iterator[None]:
+        """The lock that hands out seq, for recording an exchange; then, the lock released, its line written to disk.
+
+        Every exchange is on disk, in seq order, before its reply is sent (Journal.write_recorded), but no
+        connection waits for another's disk write to take its own turn: the lock held across the write made
+        16 concurrent clients slower than one (issue 23).
+        """
+        try:
+            with self._lock:
+                yield
+        finally:
+            self.journal.write_recorded()
+
     def _record_simple(self, request: HTTPRequest, path: str, query: str, status: int, normalized) -> None:
-        with self._lock:
+        with self._journaling():
             exchange = self._new_exchange(request, path, query, SIDE, status, self._active)
             exchange.normalized = normalized
-            self.journal.append(exchange)
+            self.journal.record(exchange)
 
     def _refuse(self, request: HTTPRequest, query: str, path: str, exc: BadRequest, wire_format: WireFormat) -> HTTPResponse:
-        with self._lock:
+        with self._journaling():
             exchange = self._new_exchange(request, path, query, MALFORMED, exc.status, self._active)
             exchange.error = str(exc)
             exchange.protocol = wire_format.NAME
-            self.journal.append(exchange)
+            self.journal.record(exchange)
         return refusal.response(exchange.seq, exc, wire_format)
 
     def _new_exchange(self, request, path, query, klass, status, active: _ActiveStep | None) -> Exchange:
@@ -307,7 +323,7 @@ class FakeModelAPI:
             method=request.method,
             path=path,
             query=redact_query(query),
-            headers=redact_headers(request.headers),
+            headers=journaled_headers(request.headers),
             body=request.body,
             klass=klass,
             status=status,

@@ -22,22 +22,23 @@ MAX_REQUESTS_PER_STEP = 100
 
 
 class StepScript:
-    def __init__(self, step: Step):
+    def __init__(self, step: Step, max_requests: int = MAX_REQUESTS_PER_STEP):
         self.step = step
         self._turns: deque[Turn] = deque(step.turns)
         self.requests = 0  # model requests answered (or refused) in this step
+        self.max_requests = max_requests  # a run's steps keep the default; `make bench` serves far more on purpose
 
     def count_request(self) -> ApiError | None:
         """Counts one model request; past the cap, the error to answer it with."""
         self.requests += 1
-        if self.requests <= MAX_REQUESTS_PER_STEP:
+        if self.requests <= self.max_requests:
             return None
         return ApiError(400, "invalid_request_error",
-                        f"harness: more than {MAX_REQUESTS_PER_STEP} model requests in one step; the agent is looping")
+                        f"harness: more than {self.max_requests} model requests in one step; the agent is looping")
 
     @property
     def looped(self) -> bool:
-        return self.requests > MAX_REQUESTS_PER_STEP
+        return self.requests > self.max_requests
 
     def take_turn(self) -> Turn | None:
         if self.step.error is not None:  # the step fails however often the agent tries

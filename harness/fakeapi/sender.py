@@ -42,9 +42,25 @@ def foreign_reason(request: HTTPRequest, step_pid: int | None, step_namespaced: 
         return FOREIGN_ON_HOST
     if step_pid is None or request.peer_pid is None:
         return None
-    if peer.belongs_to_step(request.peer_pid, step_pid) is not False:  # the step's, or gone before it could be read
+    if _belongs_to_step(request, step_pid) is not False:  # the step's, or gone before it could be read
         return None
     return FOREIGN_OUTSIDE_STEP.format(pid=request.peer_pid, root=step_pid)
+
+
+def _belongs_to_step(request: HTTPRequest, step_pid: int) -> bool | None:
+    """peer.belongs_to_step, read from /proc once per connection and step.
+
+    A connection's sender is looked up once (server.py), and it cannot join another process's session or tree
+    afterwards (nor leave the step's, for a helper that detaches is still the step's); a new step has another
+    root pid, so it is asked again. Asked for every request, those /proc reads were a dozen system calls per
+    reply, each one handing the interpreter lock to another connection (`make bench`, issue 23).
+    """
+    known = request.step_membership
+    if known is None:
+        return peer.belongs_to_step(request.peer_pid, step_pid)
+    if step_pid not in known:
+        known[step_pid] = peer.belongs_to_step(request.peer_pid, step_pid)
+    return known[step_pid]
 
 
 def sender_unknown(request: HTTPRequest) -> bool:

@@ -36,6 +36,11 @@ class _Handler(BaseHTTPRequestHandler):
     # write after the first waited for the client's delayed ACK: about 40 ms per reply on a kept-alive
     # connection (measured by `make bench`), where a real API's stream arrives at once.
     disable_nagle_algorithm = True
+    # And a reply goes out in one write: the status line, the headers and every chunk are buffered, then flushed
+    # once (as a real API's stream arrives at once; the bytes are the same). A write per chunk was nine
+    # send() calls per streamed reply, each one waking the client and handing the interpreter lock to another
+    # connection's thread: at 16 concurrent clients that cost more than the whole reply (`make bench`, issue 23).
+    wbufsize = 1 << 16
     listener = HOST_LISTENER  # where this handler's connections arrive (harness/fakeapi/sender.py)
     server: "_Server"
 
@@ -43,10 +48,24 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self._peer_pid: int | None = None
         self._peer_looked_up = False
+        self._step_membership: dict[int, bool | None] = {}  # this connection's sender, by step (sender.py)
         self.command, self.requestline, self.request_version = "", "", "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet by design
         pass
+
+    _date: tuple[int, str] = (0, "")  # the Date header's value and the second it names, shared by all connections
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second rather than for every reply (a twentieth of a reply's time)."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        second = int(time.time())
+        cached = _Handler._date  # one read: another thread may replace it meanwhile, never half of it
+        if cached[0] != second:
+            cached = (second, super().date_time_string(second))
+            _Handler._date = cached
+        return cached[1]
 
     def handle_one_request(self) -> None:
         """One request, read strictly and within bounds, then answered; an unreadable one refused and journaled.
@@ -66,13 +85,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         # A tunnel request through the proxy variables is answered, journaled, never opened: then closed.
         self.close_connection = not head.keep_alive or head.method == "CONNECT"
-        request = HTTPRequest(head.method, head.target, head.headers, body, self._peer(), listener=self.listener)
+        request = HTTPRequest(head.method, head.target, head.headers, body, self._peer(), listener=self.listener,
+                              step_membership=self._step_membership)
         self._write_response(self.server.api.handle(request))
 
     def _refuse_unreadable(self, bad: http_framing.Malformed) -> None:
         """Journaled `malformed` (or `foreign`), answered in the provider's error shape, then the connection closed:
         after framing it cannot read, nobody can tell where a next request would start."""
-        request = HTTPRequest(bad.method, bad.target, bad.headers, bad.body, self._peer(), listener=self.listener)
+        request = HTTPRequest(bad.method, bad.target, bad.headers, bad.body, self._peer(), listener=self.listener,
+                              step_membership=self._step_membership)
         response = self.server.api.refuse_malformed(request, bad.status, bad.reason)
         response.headers.append(("connection", "close"))
         self.command = bad.method  # a HEAD's refusal has no body
@@ -121,7 +142,6 @@ class _Handler(BaseHTTPRequestHandler):
                     if sent == cut_chunks:
                         break
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
                 if cut_chunks is None:
                     self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()

@@ -28,6 +28,9 @@ class HTTPRequest:
     peer_pid: int | None = None
     via_proxy: bool = False  # sent as a proxy request (absolute URL) for this server's own address
     listener: str | None = None  # HOST_LISTENER, STEP_LISTENER, or None without a socket
+    # One per connection (the server's), shared by its requests: whether its sender is the step's, by the step's
+    # root pid, as first found (harness/fakeapi/sender.py). None: found afresh for every request.
+    step_membership: dict[int, bool | None] | None = None
 
     def header(self, name: str) -> str | None:
         name = name.lower()
