@@ -20,6 +20,7 @@ its own port with its own HOME, so `pytest -n auto` works unchanged.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep each scenario run's journal (JSONL) in DIR")
     group.addoption("--harness-repeat", dest="harness_repeat", type=int, default=1, metavar="N",
                     help="run each scenario × target N times, each a separate item (a flakiness budget: make soak)")
+    group.addoption("--harness-retries", dest="harness_retries", type=int, default=0, metavar="N",
+                    help="attempt a scenario item whose verdicts differ up to N more times; one that then matches is "
+                         "flaky and fails, unless --harness-allow-flaky (as `harness run --retries`)")
+    group.addoption("--harness-allow-flaky", dest="harness_allow_flaky", action="store_true",
+                    help="a flaky scenario item passes, with a warning that names it")
     group.addoption("--harness-baseline", dest="harness_baseline", default=None, metavar="T1",
                     help="compare: each scenario runs on T1 and on --harness-candidate; a regression fails the item")
     group.addoption("--harness-candidate", dest="harness_candidate", default=None, metavar="T2",
@@ -77,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config._harness_shard = parse_shard(config.getoption("harness_shard"), "--harness-shard")  # type: ignore[attr-defined]
         if config.getoption("harness_repeat") < 1:
             raise InputError(f"--harness-repeat must be at least 1, got {config.getoption('harness_repeat')}")
+        if config.getoption("harness_retries") < 0:
+            raise InputError(f"--harness-retries must be at least 0, got {config.getoption('harness_retries')}")
         if not hasattr(config, "workerinput"):  # once per session: what the runs of a killed session left behind
             from harness.isolation.workspace import sweep_stale_workspaces
 
@@ -233,13 +241,19 @@ class ScenarioItem(pytest.Item):
         self.result: RunResult | None = None
 
     def runtest(self) -> None:
-        from harness.run.runner import journal_name, run_scenario
+        from harness.report.wording import attempts_line
+        from harness.run.attempts import Attempts
+        from harness.run.runner import journal_name, run_attempts
 
         journal_dir = self.config.getoption("harness_journal_dir")
         journal = Path(journal_dir) / journal_name(self.scenario, self.target) if journal_dir else None
-        self.result = run_scenario(self.scenario, self.target, journal)
+        self.result = run_attempts(self.scenario, self.target, journal,
+                                   attempts=Attempts(retries=self.config.getoption("harness_retries")))
         if self.result.status == CANNOT_EXPRESS:  # shown as a skip with its reason: never counted a pass
             pytest.skip(f"{self.target.name} cannot express {self.result.cannot_express}")
+        if self.result.flaky and self.config.getoption("harness_allow_flaky"):
+            warnings.warn(f"FLAKY: {self.scenario.name} on {self.target.name}: {attempts_line(self.result)}", stacklevel=1)
+            return
         if not self.result.as_expected:
             raise ScenarioMismatch(self.result)
 

@@ -237,3 +237,20 @@ def test_a_broken_table_is_a_usage_error_naming_its_line(pytester, library):
     result = pytester.runpytest_subprocess("scenarios", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*harness: *harness.toml:2: target: unknown key 'target' (did you mean 'targets'?*"])
+
+
+def test_retries_name_a_flaky_item_and_fail_it_unless_allowed(pytester, library):
+    from test_flaky_runs import flip_target
+
+    target = flip_target(pytester.path)  # odd launches drop the text on resume: the first attempt fails, the second passes
+    result = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "--harness-retries", "1",
+                                           "--harness-target", str(target))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*FLAKY: attempt 1 not as expected (appended_exactly_once fail*), attempt 2 as expected;*"])
+    allowed = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "--harness-retries", "1",
+                                            "--harness-allow-flaky", "--harness-target", str(target))
+    allowed.assert_outcomes(passed=1, warnings=1)
+    allowed.stdout.fnmatch_lines(["*FLAKY: sky on flip: attempt 1 not as expected*"])
+    once = pytester.runpytest_subprocess("scenarios/sky.yaml", "-p", "no:cacheprovider", "--harness-allow-flaky",
+                                         "--harness-target", str(target))
+    once.assert_outcomes(failed=1)  # no retry: the odd launch's verdict is the item's

@@ -80,6 +80,9 @@ def step_line(step: StepResult, total: int | None = None) -> str:
 def explain(result: RunResult) -> str:
     """A whole run as a failure report: its steps, then every check, mismatches with their evidence."""
     lines = [f"scenario {result.scenario!r} on target {result.target!r}: status {result.status}"]
+    if result.flaky:
+        lines.append(f"FLAKY: {attempts_line(result)}; " + ", ".join(
+            f"attempt {n}'s journal: {a.journal}" for n, a in enumerate(result.attempts, 1) if a.journal))
     for step in result.steps:
         lines.append("  " + step_line(step) + (f"\n    ✗ {step.error}" if step.error else ""))
     if result.error:
