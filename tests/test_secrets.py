@@ -374,3 +374,16 @@ def test_a_file_named_like_a_credential_keeps_its_line_number_in_an_error():
     for line in ("harness: error: unknown-key.yaml:2: unknown key 'apend'", "secrets.yaml:12: steps[1]: bad",
                  "config/api_token.json:3: expected a string"):
         assert redact(line) == line
+
+
+def test_the_redactor_leaves_the_process_warnings_where_they_were():
+    """detect-secrets turns on logging.captureWarnings when imported: a pytest session using the plugin would lose
+    every warning after the first redaction (the flaky item's warning among them)."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; before = warnings.showwarning\n"
+            "from harness.redaction import redact; redact('token ghp_' + 'a' * 36)\n"
+            "assert warnings.showwarning is before, warnings.showwarning")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -32,6 +32,7 @@ the join between texts the redactor scans together.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -68,7 +69,20 @@ class Shape:
 
 
 def _vendor_shapes() -> list[Shape]:
-    """detect-secrets' vendor token formats, as its plugins define them."""
+    """detect-secrets' vendor token formats, as its plugins define them.
+
+    Importing detect-secrets turns on logging.captureWarnings, which would send every later warning of the
+    process (a user's pytest session's included: the plugin redacts) to a log instead of to whoever catches
+    them; the warning hook in place before is put back.
+    """
+    shown = warnings.showwarning
+    try:
+        return _imported_vendor_shapes()
+    finally:
+        warnings.showwarning = shown
+
+
+def _imported_vendor_shapes() -> list[Shape]:
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
     from detect_secrets.plugins.discord import DiscordBotTokenDetector
