@@ -46,7 +46,7 @@ def harness(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
 # --------------------------------------------------------------------------- the normalizer
 #
 # What may differ between two runs of the same matrix, and nothing else:
-# - timings (`duration_s` of a run and of each step) and the agent's process ids (`pids` of a step);
+# - timings (`duration_s` of a run and of each step, a step's `cpu_s`) and the agent's process ids (`pids` of a step);
 # - the report folder, in the journal paths;
 # - the ids the reference agent mints at random in every run (session ids are UUID4s; the agent id in
 #   its identity line is 8 hex digits): each is replaced by its order of first appearance within the
@@ -69,7 +69,7 @@ def normalized(document: dict, report_dir: Path) -> dict:
         run = copy.deepcopy(original)
         del run["duration_s"]
         for step in run["steps"]:
-            del step["duration_s"], step["pids"]
+            del step["duration_s"], step["cpu_s"], step["pids"]
         run = _map_strings(run, _RunText(report_dir))
         if run["target"].split("+")[0] in RANDOM_PREFIX_TARGETS:  # the defect, run either way (+in-process)
             for check in run["checks"]:
