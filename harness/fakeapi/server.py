@@ -16,6 +16,7 @@ import struct
 import sys
 import threading
 import time
+from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness.fakeapi import http_framing
@@ -87,14 +88,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = not head.keep_alive or head.method == "CONNECT"
         request = HTTPRequest(head.method, head.target, head.headers, body, self._peer(), listener=self.listener,
                               step_membership=self._step_membership)
-        self._write_response(self.server.api.handle(request))
+        self._write_response(self._answer(lambda: self.server.api.handle(request)))
+
+    def _answer(self, handle: Callable[[], HTTPResponse]) -> HTTPResponse:
+        """The response made, its stream rendered whole, one connection at a time (the server's turnstile).
+
+        The work between a request read and its reply written is the interpreter's alone: sixteen connection
+        threads doing it at once only hand the interpreter lock to each other, each waking to find it taken,
+        and 16 clients were served slower than one (`make bench`). Waiting for the turnstile waits without the
+        interpreter lock; reading a request and writing a reply, which may block on a slow or hostile client,
+        happen outside it, so one connection that stops reading never holds up the others.
+        """
+        with self.server.turnstile:
+            response = handle()
+            if response.chunks is not None and not isinstance(response.chunks, list):
+                response.chunks = list(response.chunks)  # rendered here, not while writing to the socket
+        return response
 
     def _refuse_unreadable(self, bad: http_framing.Malformed) -> None:
         """Journaled `malformed` (or `foreign`), answered in the provider's error shape, then the connection closed:
         after framing it cannot read, nobody can tell where a next request would start."""
         request = HTTPRequest(bad.method, bad.target, bad.headers, bad.body, self._peer(), listener=self.listener,
                               step_membership=self._step_membership)
-        response = self.server.api.refuse_malformed(request, bad.status, bad.reason)
+        response = self._answer(lambda: self.server.api.refuse_malformed(request, bad.status, bad.reason))
         response.headers.append(("connection", "close"))
         self.command = bad.method  # a HEAD's refusal has no body
         self._write_response(response)
@@ -191,6 +207,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, api: FakeModelAPI, port: int):
         self.api = api
+        self.turnstile = threading.Lock()  # one request handled at a time, its socket I/O outside (_Handler._answer)
         self._wakeup = Wakeup()
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()  # as socketserver's: shutdown() waits for a loop to have run and ended
