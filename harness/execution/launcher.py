@@ -127,6 +127,9 @@ def _run_launcher(launcher: ScenarioLauncher, session: StepSession, on_step: Cal
     results = [_step_result(step, made, journal, steps.scripts.get(step.index), launcher.session_of)
                for step in scenario.steps if step.index not in steps.reported]
     results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *outcome.notes, *told.notes]]
+    if outcome.cpu_s is not None:  # one process carried every step: its time (and its agents') is the last step's
+        results[-1].cpu_s = round(outcome.cpu_s, 3)
+        results[-1].notes.append(f"cpu_s: the whole {launcher.name} process's, every step's agents included")
     for result in results:
         on_step(result)
     every = sorted([*steps.reported.values(), *results], key=lambda r: r.index)
