@@ -116,6 +116,15 @@ def test_a_scenario_file_changed_between_two_shards_is_refused(tmp_path):
     assert "sha256:" in line
 
 
+def test_shards_attempted_under_other_policies_are_refused(tmp_path):
+    scenarios = _copy_library(tmp_path)
+    argv = ["run", *scenarios, "--target", "reference", "--quiet"]
+    assert harness([*argv, "--shard", "1/2", "--retries", "2", "--report-dir", "s1"], cwd=tmp_path).returncode == 0
+    assert harness([*argv, "--shard", "2/2", "--report-dir", "s2"], cwd=tmp_path).returncode == 0
+    one_line_refusal(merge(["s1", "s2"], tmp_path / "merged", cwd=tmp_path), "s2", "options", "'retries': 0",
+                     "'retries': 2")
+
+
 @pytest.mark.parametrize("value", ["0/3", "4/3", "x", "1/0", "", "1/2/3", "-1/2", "2/ 3"])
 def test_a_bad_shard_is_one_line_and_exit_2(value, tmp_path):
     one_line_refusal(harness(["run", LIBRARY[0], f"--shard={value}", "--report-dir", str(tmp_path / "r")]), "--shard")

@@ -79,7 +79,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     # Everything a single run of the whole matrix would list, in its order: what merge-reports puts back together.
     matrix = [pair for part in parts for pair in replace(part, only=None).pairs()]
     inputs = ([s for s, _ in matrix], [t for _, t in matrix], [(s.name, t.name) for s, t in matrix])
-    record = shard.record(shard_record.RUN, command, notes, report_dir, inputs, {}, runs=results)
+    record = shard.record(shard_record.RUN, command, notes, report_dir, inputs,
+                          {"retries": args.retries, "repeat": args.repeat}, runs=results)
     try:
         if record is not None:
             shard_record.write(report_dir, record)

@@ -34,7 +34,8 @@ class Part:
     targets: Sequence[Target]
     specs: Sequence[str]  # the target specs `targets` were resolved from (workers resolve them again)
     workers: int = 1
-    # A shard's runs as (scenario, target) names (`--shard i/n`, harness/shards/); None: the whole product.
+    # The runs to keep, as (scenario, target) names: a shard's (`--shard i/n`, harness/shards/) or --last-failed's;
+    # None: the whole product.
     only: frozenset[tuple[str, str]] | None = None
 
     def pairs(self) -> list[tuple[Scenario, Target]]:
