@@ -18,11 +18,10 @@ from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from harness.journal.exchange import (
-    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_query, redact_text,
+    COMPACTION, FOREIGN, MAIN, MALFORMED, OUTBOUND, SIDE, Exchange, redact_headers, redact_query, redact_text,
 )
 from harness.journal.requests import Journal
 from harness.fakeapi import cache_sim, faults, formats, refusal, sender
-from harness.fakeapi.redacted_headers import journaled_headers
 from harness.journal import conversation
 from harness.fakeapi.formats.base import COUNT_TOKENS, GENERATE, WRONG_METHOD, BadRequest, BreakableStream, Reply, WireFormat
 from harness.fakeapi.script import DEFAULT_REPLY, MAX_REQUESTS_PER_STEP, SIDE_REPLY, StepScript, blocks_of, text_turn
@@ -323,7 +322,7 @@ class FakeModelAPI:
             method=request.method,
             path=path,
             query=redact_query(query),
-            headers=journaled_headers(request.headers),
+            headers=redact_headers(request.headers),
             body=request.body,
             klass=klass,
             status=status,
