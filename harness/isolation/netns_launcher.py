@@ -69,7 +69,7 @@ def _enter_namespace(mounts: bool = False) -> str:
                 for file, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
                     with open(f"/proc/self/{file}", "w", encoding="ascii") as handle:
                         handle.write(text)
-            _loopback_up()
+            loopback_up()
         except OSError as exc:  # e.g. a container's root without CAP_NET_ADMIN: try the next way
             failures.append(f"in a new {how}: {exc}")
             continue
@@ -77,7 +77,7 @@ def _enter_namespace(mounts: bool = False) -> str:
     raise _Refused("; ".join(failures))
 
 
-def _loopback_up() -> None:
+def loopback_up() -> None:
     import fcntl  # POSIX only: imported where it is used, so that importing this module works anywhere
 
     probe = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)

@@ -105,7 +105,7 @@ def _make(port: int, made: dict) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(launcher.CLONE_NEWNET) != 0:
             raise Refused(f"unshare(CLONE_NEWNET) in a thread: {os.strerror(ctypes.get_errno())}")
-        launcher._loopback_up()
+        launcher.loopback_up()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
