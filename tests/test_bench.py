@@ -31,7 +31,7 @@ from harness.bench.library_wall import _TOTALS
 from harness.bench.stats import alternate, median, percentile, summary
 from harness.isolation import process as process_module
 from harness.fakeapi import peer
-from harness.fakeapi import server as server_module
+from harness.fakeapi import connection as connection_module
 from harness.fakeapi.core import FakeModelAPI
 from harness.journal.requests import Journal
 from harness.fakeapi.server import FakeAPIServer
@@ -230,13 +230,13 @@ def test_streamed_replies_go_out_with_nagle_off(served, monkeypatch):
     """Nagle's algorithm held each event of a stream until the client's delayed ACK: ~40 ms per reply."""
     _, server = served
     nodelay = []
-    real = server_module._Handler.handle_one_request
+    real = connection_module.Connection._answer_next
 
-    def spy(handler):
-        nodelay.append(handler.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-        return real(handler)
+    def spy(connection):
+        nodelay.append(connection.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        return real(connection)
 
-    monkeypatch.setattr(server_module._Handler, "handle_one_request", spy)
+    monkeypatch.setattr(connection_module.Connection, "_answer_next", spy)
     template = fakeapi_latency.request_template(json.dumps(
         {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode())
     with loopback_client.connect(server.port) as sock:

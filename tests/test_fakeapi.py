@@ -522,23 +522,9 @@ def test_sdk_raises_bad_request_with_our_message(client, api):
 # --------------------------------------------------------------------------- 5. keep-alive and chunked requests
 
 
-def _count_connections(server: FakeAPIServer) -> list:
-    """Record every accepted connection (the server object is built for this hook)."""
-    accepted: list = []
-    inner = server._server
-    original = inner.process_request
-
-    def counting(request, client_address):
-        accepted.append(client_address)
-        return original(request, client_address)
-
-    inner.process_request = counting
-    return accepted
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_keep_alive_reuses_one_connection(server, api, stream):
-    accepted = _count_connections(server)
+    accepted_before = server._server.accepted
     api.begin_step(step(say("first"), say("second"), say("third")))
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
     try:
@@ -555,7 +541,7 @@ def test_keep_alive_reuses_one_connection(server, api, stream):
     assert "connection" not in headers1 or headers1["connection"].lower() != "close"
     assert (reply_text(headers1, body1), reply_text(headers3, body3)) == ("first", "second")
     assert json.loads(models)["data"][0]["id"] == MODELS[0]
-    assert len(accepted) == 1
+    assert server._server.accepted - accepted_before == 1
     exchanges = api.journal.exchanges()
     assert [e.seq for e in exchanges] == [1, 2, 3, 4]
     assert {e.pid for e in exchanges} == {os.getpid()}

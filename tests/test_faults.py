@@ -3,7 +3,7 @@
 Parsing (every bad input names file, line and key path); the wire, seen by the
 official `anthropic` SDK and by raw sockets where the bytes matter (a truncated
 chunked body, an RST, a silent first byte, broken event data); the journal;
-the handler threads; and the runner with the reference agent, which does not
+the server ending faulted connections; and the runner with the reference agent, which does not
 retry in-process, so a fault makes it exit non-zero as the scenario foresees.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from harness.fakeapi.server import FakeAPIServer
 from harness.journal.exchange import MAIN
 from harness.journal.requests import read_journal
 from harness.fakeapi.formats.anthropic import stream_event_names
@@ -287,13 +288,15 @@ def events_of(chunks: list[bytes]) -> list[tuple[str, str]]:
     return out
 
 
-def handler_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name.endswith("(process_request_thread)")}
+def open_connections(server: FakeAPIServer) -> int:
+    """Connections the server still serves (its event loop's), whoever's side they are open on."""
+    return server._server.open_connections
 
 
-def wait_for_threads(baseline: set[threading.Thread], within: float = 3.0) -> set[threading.Thread]:
+def wait_for_connections(server: FakeAPIServer, baseline: int, within: float = 3.0) -> int:
+    """How many connections more than `baseline` are still open after waiting up to `within` for them to end."""
     deadline = time.monotonic() + within
-    while (extra := handler_threads() - baseline) and time.monotonic() < deadline:
+    while (extra := open_connections(server) - baseline) > 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     return extra
 
@@ -490,9 +493,9 @@ def test_a_slow_first_byte_delays_only_its_own_connection(served):
     assert fast_s < 1.0, fast_s
 
 
-def test_a_client_that_gives_up_during_a_slow_first_byte_frees_its_handler_thread(served):
+def test_a_client_that_gives_up_during_a_slow_first_byte_frees_its_connection(served):
     api, server, _ = served
-    baseline = handler_threads()
+    baseline = open_connections(server)
     api.begin_step(step_with(fault_turn(Fault("slow_first_byte", seconds=30))))
     data = json.dumps(messages_body()).encode()
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -500,9 +503,9 @@ def test_a_client_that_gives_up_during_a_slow_first_byte_frees_its_handler_threa
     deadline = time.monotonic() + 2
     while not api.journal.exchanges() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert handler_threads() - baseline  # the handler is sleeping
+    assert open_connections(server) - baseline == 1  # the reply is held back
     sock.close()
-    assert not wait_for_threads(baseline, within=3.0)  # long before the 30 s are over
+    assert not wait_for_connections(server, baseline, within=3.0)  # long before the 30 s are over
     api.end_step()
 
 
@@ -569,14 +572,14 @@ def test_malformed_sse_on_a_json_request_is_a_complete_body_that_is_not_json(ser
     assert body.startswith(b'{"id": "msg_')
 
 
-# ============================================================================ handler threads
+# ============================================================================ connections ended
 
 
 @pytest.mark.parametrize("fault", [Fault("cut_stream", after_events=2), Fault("reset")], ids=["cut_stream", "reset"])
-def test_no_handler_thread_outlives_a_cut_or_reset_connection(served, fault):
-    """The server ends the connection, and its handler thread, though the client keeps its socket open."""
+def test_the_server_ends_a_cut_or_reset_connection(served, fault):
+    """The server ends the connection, though the client keeps its socket open."""
     api, server, _ = served
-    baseline = handler_threads()
+    baseline = open_connections(server)
     api.begin_step(step_with(fault_turn(fault)))
     data = json.dumps(messages_body(stream=True)).encode()
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -589,10 +592,10 @@ def test_no_handler_thread_outlives_a_cut_or_reset_connection(served, fault):
                 break
             raw += piece
         assert fault.kind == "cut_stream" and not complete(raw)
-        assert not wait_for_threads(baseline)
+        assert not wait_for_connections(server, baseline)
     except ConnectionResetError:
         assert fault.kind == "reset"
-        assert not wait_for_threads(baseline)
+        assert not wait_for_connections(server, baseline)
     finally:
         sock.close()
         api.end_step()

@@ -1,255 +1,210 @@
-"""The fake model API on a real socket: HTTP/1.1 on 127.0.0.1, keep-alive, one thread per connection.
+"""The fake model API on a real socket: HTTP/1.1 on 127.0.0.1, keep-alive, every connection served by one thread.
 
-Only adapts bytes to FakeModelAPI.handle; streamed replies go out with chunked
-transfer encoding so connections stay open between requests. Requests are
-read by harness/fakeapi/http_framing.py, not http.server's reader: whatever a
-local process sends, it gets an answer (a 4xx, journaled `malformed`, for what
-cannot be read), and no server thread prints a traceback (a failure of the
-server's own is one line in FakeModelAPI.internal_errors).
+Only adapts bytes to FakeModelAPI.handle (harness/fakeapi/connection.py);
+streamed replies go out with chunked transfer encoding so connections stay
+open between requests. Requests are read by harness/fakeapi/http_framing.py:
+whatever a local process sends, it gets an answer (a 4xx, journaled
+`malformed`, for what cannot be read), and no failure prints a traceback (a
+failure of the server's own is one line in FakeModelAPI.internal_errors).
+
+One event loop, not a thread per connection: the work between a request read
+and its reply written is the interpreter's alone, and sixteen connection
+threads doing it only handed the interpreter lock to each other, each waking
+to find it taken: 16 concurrent clients were served slower than one
+(`make bench`, issue 23). Here no socket is ever waited on, so a client that
+stops reading, or a reply held back by a scripted slow first byte, holds up
+nobody else.
 """
 
 from __future__ import annotations
 
+import collections
 import selectors
 import socket
-import struct
-import sys
 import threading
 import time
 from typing import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness.fakeapi import http_framing
-from harness.fakeapi.core import FakeModelAPI, HTTPRequest, HTTPResponse
+from harness.fakeapi.connection import Connection
+from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.listeners import AdoptedListener, Wakeup
-from harness.fakeapi.peer import NamespaceTables, pid_of_peer
-from harness.fakeapi.refusal import failure_line
+from harness.fakeapi.peer import NamespaceTables
 from harness.fakeapi.transport import HOST_LISTENER, STEP_LISTENER
 
 LOOPBACK = "127.0.0.1"
+BACKLOG = 128  # socketserver's default of 5 reset bursts of parallel connects
+SWEEP_S = 1.0  # how often idle connections are looked at (their timeout is minutes)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "harness-fakeapi/0.1"
-    timeout = 600  # an idle keep-alive connection is dropped eventually, never held forever
-    # A streamed reply is many small writes (the headers, then a chunk per event). With Nagle's algorithm each
-    # write after the first waited for the client's delayed ACK: about 40 ms per reply on a kept-alive
-    # connection (measured by `make bench`), where a real API's stream arrives at once.
-    disable_nagle_algorithm = True
-    # And a reply goes out in one write: the status line, the headers and every chunk are buffered, then flushed
-    # once (as a real API's stream arrives at once; the bytes are the same). A write per chunk was nine
-    # send() calls per streamed reply, each one waking the client and handing the interpreter lock to another
-    # connection's thread: at 16 concurrent clients that cost more than the whole reply (`make bench`, issue 23).
-    wbufsize = 1 << 16
-    listener = HOST_LISTENER  # where this handler's connections arrive (harness/fakeapi/sender.py)
-    server: "_Server"
+class _Listening:
+    """A listening socket in the loop: where its connections come from, and where their senders are looked up."""
 
-    def setup(self) -> None:
-        super().setup()
-        self._peer_pid: int | None = None
-        self._peer_looked_up = False
-        self._step_membership: dict[int, bool | None] = {}  # this connection's sender, by step (sender.py)
-        self.command, self.requestline, self.request_version = "", "", "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet by design
-        pass
-
-    _date: tuple[int, str] = (0, "")  # the Date header's value and the second it names, shared by all connections
-
-    def date_time_string(self, timestamp: float | None = None) -> str:
-        """The Date header, formatted once a second rather than for every reply (a twentieth of a reply's time)."""
-        if timestamp is not None:
-            return super().date_time_string(timestamp)
-        second = int(time.time())
-        cached = _Handler._date  # one read: another thread may replace it meanwhile, never half of it
-        if cached[0] != second:
-            cached = (second, super().date_time_string(second))
-            _Handler._date = cached
-        return cached[1]
-
-    def handle_one_request(self) -> None:
-        """One request, read strictly and within bounds, then answered; an unreadable one refused and journaled.
-
-        In place of http.server's own, whose refusals (send_error) were HTML pages, never journaled.
-        """
-        self.close_connection = True
-        try:
-            head = http_framing.read_head(self.rfile)
-            self.command, self.path, self.request_version = head.method, head.target, head.version_text
-            self.requestline = f"{head.method} {head.target} {head.version_text}"
-            body = http_framing.read_body(self.rfile, head, self._send_continue)
-        except http_framing.Closed:
-            return
-        except http_framing.Malformed as bad:
-            self._refuse_unreadable(bad)
-            return
-        # A tunnel request through the proxy variables is answered, journaled, never opened: then closed.
-        self.close_connection = not head.keep_alive or head.method == "CONNECT"
-        request = HTTPRequest(head.method, head.target, head.headers, body, self._peer(), listener=self.listener,
-                              step_membership=self._step_membership)
-        self._write_response(self._answer(lambda: self.server.api.handle(request)))
-
-    def _answer(self, handle: Callable[[], HTTPResponse]) -> HTTPResponse:
-        """The response made, its stream rendered whole, one connection at a time (the server's turnstile).
-
-        The work between a request read and its reply written is the interpreter's alone: sixteen connection
-        threads doing it at once only hand the interpreter lock to each other, each waking to find it taken,
-        and 16 clients were served slower than one (`make bench`). Waiting for the turnstile waits without the
-        interpreter lock; reading a request and writing a reply, which may block on a slow or hostile client,
-        happen outside it, so one connection that stops reading never holds up the others.
-        """
-        with self.server.turnstile:
-            response = handle()
-            if response.chunks is not None and not isinstance(response.chunks, list):
-                response.chunks = list(response.chunks)  # rendered here, not while writing to the socket
-        return response
-
-    def _refuse_unreadable(self, bad: http_framing.Malformed) -> None:
-        """Journaled `malformed` (or `foreign`), answered in the provider's error shape, then the connection closed:
-        after framing it cannot read, nobody can tell where a next request would start."""
-        request = HTTPRequest(bad.method, bad.target, bad.headers, bad.body, self._peer(), listener=self.listener,
-                              step_membership=self._step_membership)
-        response = self._answer(lambda: self.server.api.refuse_malformed(request, bad.status, bad.reason))
-        response.headers.append(("connection", "close"))
-        self.command = bad.method  # a HEAD's refusal has no body
-        self._write_response(response)
-        self.close_connection = True
-
-    def _send_continue(self) -> None:
-        try:
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the body read that follows finds the connection gone
-            pass
-
-    def _peer(self) -> int | None:
-        """The sending pid, looked up once per connection (harness/fakeapi/peer.py)."""
-        if not self._peer_looked_up:
-            self._peer_looked_up = True
-            api = self.server.api
-            self._peer_pid = pid_of_peer(self.client_address[1], self.server.server_address[1], [api.step_pid or 0])
-        return self._peer_pid
-
-    def _write_response(self, response: HTTPResponse) -> None:
-        """The response on the socket, with its scripted transport fault (harness/fakeapi/faults.py) if any."""
-        wire = response.wire
-        if wire is not None and wire.delay_s and not self._quiet_for(wire.delay_s):
-            self.close_connection = True  # the client hung up during the silence: nobody to answer
-            return
-        if wire is not None and wire.reset:
-            self._reset()
-            return
-        cut_chunks = wire.cut_after_chunks if wire is not None else None
-        cut_bytes = wire.cut_after_bytes if wire is not None else None
-        self.send_response(response.status)
-        for name, value in response.headers:
-            self.send_header(name, value)
-        try:
-            if response.chunks is None:
-                self.send_header("content-length", str(len(response.body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(response.body if cut_bytes is None else response.body[:cut_bytes])
-            else:
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                for sent, chunk in enumerate(response.chunks):
-                    if sent == cut_chunks:
-                        break
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                if cut_chunks is None:
-                    self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the client hung up, reset, or stopped reading: nobody left to answer
-            self.close_connection = True
-        if cut_chunks is not None or cut_bytes is not None:
-            self.close_connection = True  # closing with the body incomplete is the cut
-
-    def _reset(self) -> None:
-        """Close with SO_LINGER 0: the peer gets a TCP RST, not a FIN, and not one byte of a response."""
-        self.close_connection = True
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-        # Marked closed now; the descriptor really closes (RST) when finish() closes rfile and wfile,
-        # before socketserver's shutdown(SHUT_WR) could send a FIN (it then fails quietly on the closed socket).
-        self.connection.close()
-
-    def _quiet_for(self, seconds: float) -> bool:
-        """Send nothing for ``seconds``, in this handler thread only; False if the client hung up meanwhile."""
-        deadline = time.monotonic() + seconds
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.connection, selectors.EVENT_READ)
-            while (left := deadline - time.monotonic()) > 0:
-                if not selector.select(left):
-                    continue
-                try:
-                    pending = self.connection.recv(1, socket.MSG_PEEK)
-                except OSError:
-                    return False
-                if not pending:
-                    return False
-                time.sleep(max(0.0, deadline - time.monotonic()))  # a pipelined request waits its turn
-                break
-        return True
+    def __init__(self, sock: socket.socket, listener: str, tables: NamespaceTables | None):
+        self.sock, self.listener, self.tables = sock, listener, tables
 
 
-class _StepHandler(_Handler):
-    listener = STEP_LISTENER  # adopted from a step's network namespace: only the step's processes connect here
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128  # listen backlog: socketserver's default of 5 resets bursts of parallel connects
+class EventLoop:
+    """Accepts on the server's listener (and on listeners adopted from steps' namespaces) and serves every
+    connection, in the one thread that runs serve_forever; other threads act on it through `call`."""
 
     def __init__(self, api: FakeModelAPI, port: int):
         self.api = api
-        self.turnstile = threading.Lock()  # one request handled at a time, its socket I/O outside (_Handler._answer)
+        self._listening = _Listening(socket.create_server((LOOPBACK, port), backlog=BACKLOG), HOST_LISTENER, None)
+        self._listening.sock.setblocking(False)
+        self.port = self._listening.sock.getsockname()[1]
+        self._selector = selectors.DefaultSelector()
         self._wakeup = Wakeup()
+        self._selector.register(self._listening.sock, selectors.EVENT_READ, self._listening)
+        self._selector.register(self._wakeup.fd, selectors.EVENT_READ, self._wakeup)
+        self._connections: dict[Connection, int] = {}  # each open connection, with the events it is watched for
+        self._commands: collections.deque[tuple[Callable[[], None], threading.Event]] = collections.deque()
+        self._lock = threading.Lock()
+        self._running_in: int | None = None  # the thread serving, while one is
         self._stop_requested = threading.Event()
-        self._stopped = threading.Event()  # as socketserver's: shutdown() waits for a loop to have run and ended
-        try:
-            super().__init__((LOOPBACK, port), _Handler)
-        except BaseException:
-            self._wakeup.close()
-            raise
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._closed = False
+        self.accepted = 0  # connections accepted so far, on every listener
 
-    def handle_error(self, request: object, client_address: object) -> None:
-        """socketserver prints a handler's exception with its traceback on stderr; here it is one line on record."""
-        exc = sys.exc_info()[1]
-        if exc is not None:
-            self.api.record_internal_error(failure_line(f"the fake API's connection from {client_address} failed", exc))
+    # ------------------------------------------------------------------ from other threads
 
-    def serve_forever(self, poll_interval: float = 0.5) -> None:
-        """socketserver's loop, also woken by shutdown(): it returns at once instead of at the next poll."""
-        self._stopped.clear()
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(self, selectors.EVENT_READ)
-                selector.register(self._wakeup.fd, selectors.EVENT_READ)
-                while not self._stop_requested.is_set():
-                    for key, _ in selector.select(poll_interval):
-                        if key.fileobj is self:
-                            self._handle_request_noblock()
-                        else:
-                            self._wakeup.drain()
-                    self.service_actions()
-        finally:
-            self._stop_requested.clear()
-            self._stopped.set()
+    def call(self, action: Callable[[], None]) -> None:
+        """Run `action` in the loop (between events) and wait for it; at once when no loop runs, or from its thread."""
+        with self._lock:
+            if self._running_in is None or self._running_in == threading.get_ident():
+                action()
+                return
+            done = threading.Event()
+            self._commands.append((action, done))
+        self._wakeup.wake()
+        done.wait()
 
-    def shutdown(self) -> None:
-        """Stop serve_forever and wait until it has returned (called while it runs in another thread, as socketserver's)."""
+    def stop(self) -> None:
+        """Make serve_forever return, and wait until it has (called while it runs in another thread)."""
         self._stop_requested.set()
         self._wakeup.wake()
         self._stopped.wait()
 
-    def server_close(self) -> None:
-        super().server_close()
+    def close(self) -> None:
+        """Close every connection and listener (the loop has stopped, or never ran)."""
+        if self._closed:
+            return
+        self._closed = True
+        for connection in list(self._connections):
+            connection.close()
+        for key in list(self._selector.get_map().values()):
+            if isinstance(key.data, _Listening):
+                key.data.sock.close()
+        self._listening.sock.close()
+        self._selector.close()
         self._wakeup.close()
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._connections)
+
+    # ------------------------------------------------------------------ the loop
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        with self._lock:
+            self._running_in = threading.get_ident()
+            self._stopped.clear()
+        try:
+            next_sweep = time.monotonic() + SWEEP_S
+            while not self._stop_requested.is_set():
+                now = time.monotonic()
+                soonest = min([next_sweep, *(c.deadline for c in self._connections if c.state == "holding")])
+                for key, events in self._selector.select(max(0.0, min(poll_interval, soonest - now))):
+                    self._dispatch(key.data, events)
+                now = time.monotonic()
+                if now >= soonest:
+                    for connection in list(self._connections):
+                        if now >= connection.deadline:
+                            self._guarded(connection, connection.tick, now)
+                    next_sweep = now + SWEEP_S if now >= next_sweep else next_sweep
+        finally:
+            with self._lock:
+                self._running_in = None
+                commands, self._commands = list(self._commands), collections.deque()
+            for action, done in commands:  # asked for as the loop ended: done now, by the caller's rules
+                action()
+                done.set()
+            self._stop_requested.clear()
+            self._stopped.set()
+
+    def _dispatch(self, target: object, events: int) -> None:
+        if isinstance(target, Connection):
+            if events & selectors.EVENT_WRITE and target.state != "closed":
+                self._guarded(target, target.writable)
+            if events & selectors.EVENT_READ and target.state != "closed":
+                self._guarded(target, target.readable)
+        elif isinstance(target, _Listening):
+            self._accept(target)
+        else:
+            self._wakeup.drain()
+            while self._commands:
+                with self._lock:
+                    action, done = self._commands.popleft()
+                try:
+                    action()
+                finally:
+                    done.set()
+
+    @staticmethod
+    def _guarded(connection: Connection, call: Callable, *args: object) -> None:
+        try:
+            call(*args)
+        except Exception:  # noqa: BLE001 - recorded as one line (Connection.failed), never a traceback
+            connection.failed()
+
+    def _accept(self, listening: _Listening) -> None:
+        while True:
+            try:
+                sock, address = listening.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError:  # the listener was closed under us (an adopted one, given back)
+                return
+            connection = Connection(sock, address, self.api, self.port, listening.listener, listening.tables,
+                                    self._watch)
+            self._connections[connection] = 0
+            self.accepted += 1
+            self._watch(connection, selectors.EVENT_READ)
+
+    def _watch(self, connection: Connection, events: int) -> None:
+        """What `connection` is watched for: changed only when it changes (each change is a system call).
+        A closed connection is forgotten, and unregistered before its socket closes."""
+        was = self._connections.get(connection)
+        if was is None:
+            return
+        if connection.state == "closed":
+            del self._connections[connection]
+            if was:
+                self._selector.unregister(connection.sock)
+            return
+        if was == events:
+            return
+        self._connections[connection] = events
+        if was and events:
+            self._selector.modify(connection.sock, events, connection)
+        elif was:
+            self._selector.unregister(connection.sock)
+        else:
+            self._selector.register(connection.sock, events, connection)
+
+    def adopt(self, sock: socket.socket, tables: NamespaceTables | None) -> _Listening:
+        listening = _Listening(sock, STEP_LISTENER, tables)
+        sock.setblocking(False)
+        self.call(lambda: self._selector.register(sock, selectors.EVENT_READ, listening))
+        return listening
+
+    def give_back(self, listening: _Listening) -> None:
+        """Stop accepting on an adopted listener and close it; its open connections go on being served."""
+        def unregister() -> None:
+            if not self._closed and listening.sock.fileno() >= 0:
+                self._selector.unregister(listening.sock)
+        self.call(unregister)
+        listening.sock.close()
 
 
 class FakeAPIServer:
@@ -257,13 +212,14 @@ class FakeAPIServer:
 
     def __init__(self, api: FakeModelAPI, port: int = 0):
         self.api = api
-        self._server = _Server(api, port)
+        self._server = EventLoop(api, port)
         api.own_addresses.update({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
+                                        name="fakeapi-loop", daemon=True)
 
     @property
     def port(self) -> int:
-        return self._server.server_address[1]
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -274,29 +230,30 @@ class FakeAPIServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._server.stop()
+            self._thread.join(timeout=5)
+        self._server.close()
 
     def adopt_listener(self, listener: "socket.socket", tables: NamespaceTables | None = None) -> AdoptedListener:
-        """Also serve the connections accepted on `listener` (same handler, script and journal) until `.close()`.
+        """Also serve the connections accepted on `listener` (same script and journal) until `.close()`.
 
         For a step in a network namespace of its own (harness/isolation/netns.py): the listener was created
         there, on 127.0.0.1 at this server's port, and handed over; `tables` are that namespace's
         TCP tables, where the sending pid of its connections is looked up (harness/fakeapi/peer.py).
         """
-        return AdoptedListener(self._server, listener, tables, _StepHandler)
+        return AdoptedListener(self._server, listener, tables)
 
     def close(self) -> None:
         """Give up the port of a server that was never started."""
-        self._server.server_close()
+        self._server.close()
 
     def serve_forever(self) -> None:
         """Foreground serving for `harness serve`; returns on KeyboardInterrupt."""
         try:
-            self._server.serve_forever(poll_interval=0.2)
+            self._server.serve_forever(poll_interval=0.5)
         finally:
-            self._server.server_close()
+            self._server.close()
 
     def __enter__(self) -> "FakeAPIServer":
         return self.start()
