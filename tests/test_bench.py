@@ -97,7 +97,10 @@ DOCUMENT = {
         "keep_alive": {"replies": 1000, "added_median_ms": 0.25, "added_p99_ms": 0.4,
                        "fake_ms": {"median": 0.27, "p99": 0.45}, "baseline_ms": {"median": 0.02, "p99": 0.05}},
         "new_connection": {"replies": 200, "added_median_ms": 0.4, "added_p99_ms": 0.6, "host_tcp_sockets": [50, 400]},
-        "throughput": [{"clients": 4, "fake_replies_per_s": 2600.0, "baseline_replies_per_s": 80000.0}],
+        "throughput": [{"clients": 1, "fake_replies_per_s": 2700.0, "baseline_replies_per_s": 9000.0,
+                        "fake_vs_one_client": 1.0},
+                       {"clients": 16, "fake_replies_per_s": 2600.0, "baseline_replies_per_s": 80000.0,
+                        "fake_vs_one_client": 0.963}],
     },
     "explore": {"max_steps": 6, "in_process_steps_per_s": 299.9, "subprocess_steps_per_s": 11.5, "speedup": 26.1,
                 "rounds": {"in_process": [{}, {}, {}], "subprocess": [{}, {}, {}]}},
@@ -116,10 +119,11 @@ def test_targets_are_judged_at_their_limits():
         "overhead on reference": ("+20.0%", False),
         "overhead on claude-code@2.1.332+append-every-launch": ("+5.0%", True),  # at most 5%: 5.0 is met
         "fake API median added latency per streamed reply": ("0.250 ms", True),
+        "fake API throughput, 16 concurrent clients against one": ("×0.96", False),  # slower than one: missed
         "in-process exploration on the reference agent": ("300 steps/s", False),  # 299.9 is not 300
         "releases installed per bisect": ("10 of 84", False),  # one more than the bound: missed
     }
-    assert [v["met"] for v in report.verdicts({})] == [None, None, None]  # nothing measured: nothing met or missed
+    assert [v["met"] for v in report.verdicts({})] == [None, None, None, None]  # nothing measured: nothing met or missed
 
 
 def test_markdown_table_from_a_document():
@@ -132,12 +136,14 @@ def test_markdown_table_from_a_document():
     assert rows[1].endswith("| <= +5%: **missed** |")
     assert rows[2].endswith("| <= +5%: met |")
     assert "median 0.250 ms, p99 0.400 ms" in rows[3] and rows[3].endswith("median < 1 ms: met |")
-    assert "2600 replies/s (baseline server 80000)" in rows[5]
-    assert "in-process 300 steps/s, fresh processes 11.5 steps/s (×26)" in rows[6]
-    assert "serial 120.0 s, `-n 2` 66.7 s (×1.80)" in rows[7]
-    assert "10 releases installed of 84 (⌈log2 n⌉ = 7; 1 skipped), first changed 2.1.268" in rows[8]
-    assert rows[8].endswith("<= ⌈log2(n-1)⌉ + 2 (the two ends) = 9: **missed** |")
-    assert len(rows) == 9
+    assert "2700 replies/s (baseline server 9000) | - |" in rows[5]
+    assert "2600 replies/s, ×0.96 of one client's (baseline server 80000)" in rows[6]
+    assert rows[6].endswith("| >= one client's replies/s: **missed** |")
+    assert "in-process 300 steps/s, fresh processes 11.5 steps/s (×26)" in rows[7]
+    assert "serial 120.0 s, `-n 2` 66.7 s (×1.80)" in rows[8]
+    assert "10 releases installed of 84 (⌈log2 n⌉ = 7; 1 skipped), first changed 2.1.268" in rows[9]
+    assert rows[9].endswith("<= ⌈log2(n-1)⌉ + 2 (the two ends) = 9: **missed** |")
+    assert len(rows) == 10
 
 
 def test_markdown_says_what_was_not_measured():

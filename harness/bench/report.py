@@ -30,6 +30,12 @@ def verdicts(document: dict) -> list[dict]:
     found.append({"target": "fake API median added latency per streamed reply", "limit": f"< {ADDED_LATENCY_LIMIT_MS:g} ms",
                   "figure": None if added is None else f"{added:.3f} ms",
                   "met": None if added is None else added < ADDED_LATENCY_LIMIT_MS})
+    most = max((level for level in (document.get("fakeapi") or {}).get("throughput") or [] if level["clients"] > 1),
+               key=lambda level: level["clients"], default=None)
+    versus = most.get("fake_vs_one_client") if most else None
+    found.append({"target": f"fake API throughput, {most['clients'] if most else 16} concurrent clients against one",
+                  "limit": ">= one client's replies/s", "figure": None if versus is None else f"×{versus:.2f}",
+                  "met": None if versus is None else versus >= 1.0})
     speed = (document.get("explore") or {}).get("in_process_steps_per_s")
     found.append({"target": "in-process exploration on the reference agent", "limit": f">= {IN_PROCESS_FLOOR:g} steps/s",
                   "figure": None if speed is None else f"{speed:.0f} steps/s",
@@ -96,8 +102,13 @@ def render_markdown(document: dict) -> str:
             f"| fake API, a new connection per reply ({fresh['replies']} replies) | median {fresh['added_median_ms']:.3f} ms, "
             f"p99 {fresh['added_p99_ms']:.3f} ms added (host TCP table {fresh.get('host_tcp_sockets')} entries) | - |")
         for level in fake.get("throughput") or []:
+            versus = level.get("fake_vs_one_client")
+            verdict = targets.get(f"fake API throughput, {level['clients']} concurrent clients against one")
+            target = f"{verdict['limit']}: {_met(verdict['met'])}" if verdict else "-"
+            shown = f", ×{versus:.2f} of one client's" if versus is not None and level["clients"] > 1 else ""
             lines.append(f"| fake API throughput, {level['clients']} concurrent loopback client(s) | "
-                         f"{level['fake_replies_per_s']:.0f} replies/s (baseline server {level['baseline_replies_per_s']:.0f}) | - |")
+                         f"{level['fake_replies_per_s']:.0f} replies/s{shown} (baseline server "
+                         f"{level['baseline_replies_per_s']:.0f}) | {target} |")
     explore = document.get("explore") or {}
     if "error" in explore:
         lines.append(f"| exploration | not measured: {explore['error']} | - |")
