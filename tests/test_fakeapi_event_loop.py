@@ -140,3 +140,26 @@ def test_stopping_the_server_closes_its_connections_and_leaves_no_thread(tmp_pat
         api.journal.close()
     assert server._server.open_connections == 0
     assert not [t for t in threading.enumerate() if t.name == "fakeapi-loop"]
+
+
+def test_a_failure_in_the_loop_itself_is_one_recorded_line_and_serving_goes_on(served, monkeypatch, capfd):
+    api, server = served
+    real = connection_module.Connection.__init__
+    failures = ["once"]
+
+    def failing_once(self, *args, **kwargs):
+        if failures:
+            failures.pop()
+            raise RuntimeError("a bug while accepting")
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(connection_module.Connection, "__init__", failing_once)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as first:
+        assert _read_until(first, lambda got: False) == b""  # closed: nothing could be made of it
+    second = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    second.request("GET", "/v1/models")
+    assert second.getresponse().status == 200
+    second.close()
+    (line,) = api.internal_errors
+    assert line.startswith("the fake API's event loop failed: RuntimeError: a bug while accepting")
+    assert "\n" not in line and "Traceback" not in capfd.readouterr().err

@@ -199,6 +199,8 @@ class Connection:
     # ------------------------------------------------------------------ replies
 
     def _respond(self, response: HTTPResponse, method: str, close: bool) -> None:
+        if self.state == CLOSED:  # the client went while its request was read (a 100 Continue it never took)
+            return
         if response.chunks is not None and not isinstance(response.chunks, list):
             response.chunks = list(response.chunks)  # rendered now, in the loop, as every reply is
         wire = response.wire

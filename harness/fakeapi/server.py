@@ -29,6 +29,7 @@ from harness.fakeapi.connection import Connection
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.listeners import AdoptedListener, Wakeup
 from harness.fakeapi.peer import NamespaceTables
+from harness.fakeapi.refusal import failure_line
 from harness.fakeapi.transport import HOST_LISTENER, STEP_LISTENER
 
 LOOPBACK = "127.0.0.1"
@@ -115,7 +116,10 @@ class EventLoop:
                 now = time.monotonic()
                 soonest = min([next_sweep, *(c.deadline for c in self._connections if c.state == "holding")])
                 for key, events in self._selector.select(max(0.0, min(poll_interval, soonest - now))):
-                    self._dispatch(key.data, events)
+                    try:
+                        self._dispatch(key.data, events)
+                    except Exception as exc:  # noqa: BLE001 - the loop serves on; one line on record, no traceback
+                        self.api.record_internal_error(failure_line("the fake API's event loop failed", exc))
                 now = time.monotonic()
                 if now >= soonest:
                     for connection in list(self._connections):
@@ -165,8 +169,15 @@ class EventLoop:
                 return
             except OSError:  # the listener was closed under us (an adopted one, given back)
                 return
-            connection = Connection(sock, address, self.api, self.port, listening.listener, listening.tables,
-                                    self._watch)
+            try:
+                connection = Connection(sock, address, self.api, self.port, listening.listener, listening.tables,
+                                        self._watch)
+            except OSError:  # gone before its options could be set: nobody to answer
+                sock.close()
+                continue
+            except BaseException:
+                sock.close()
+                raise
             self._connections[connection] = 0
             self.accepted += 1
             self._watch(connection, selectors.EVENT_READ)
