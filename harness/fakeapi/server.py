@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from harness.fakeapi.connection import Connection
+from harness.fakeapi.connection import CLOSED, HOLDING, Connection
 from harness.fakeapi.core import FakeModelAPI
 from harness.fakeapi.listeners import AdoptedListener, Wakeup
 from harness.fakeapi.peer import NamespaceTables
@@ -114,7 +114,7 @@ class EventLoop:
             next_sweep = time.monotonic() + SWEEP_S
             while not self._stop_requested.is_set():
                 now = time.monotonic()
-                soonest = min([next_sweep, *(c.deadline for c in self._connections if c.state == "holding")])
+                soonest = min([next_sweep, *(c.deadline for c in self._connections if c.state == HOLDING)])
                 for key, events in self._selector.select(max(0.0, min(poll_interval, soonest - now))):
                     try:
                         self._dispatch(key.data, events)
@@ -131,16 +131,18 @@ class EventLoop:
                 self._running_in = None
                 commands, self._commands = list(self._commands), collections.deque()
             for action, done in commands:  # asked for as the loop ended: done now, by the caller's rules
-                action()
-                done.set()
+                try:
+                    action()
+                finally:
+                    done.set()
             self._stop_requested.clear()
             self._stopped.set()
 
     def _dispatch(self, target: object, events: int) -> None:
         if isinstance(target, Connection):
-            if events & selectors.EVENT_WRITE and target.state != "closed":
+            if events & selectors.EVENT_WRITE and target.state != CLOSED:
                 self._guarded(target, target.writable)
-            if events & selectors.EVENT_READ and target.state != "closed":
+            if events & selectors.EVENT_READ and target.state != CLOSED:
                 self._guarded(target, target.readable)
         elif isinstance(target, _Listening):
             self._accept(target)
@@ -188,7 +190,7 @@ class EventLoop:
         was = self._connections.get(connection)
         if was is None:
             return
-        if connection.state == "closed":
+        if connection.state == CLOSED:
             del self._connections[connection]
             if was:
                 self._selector.unregister(connection.sock)
