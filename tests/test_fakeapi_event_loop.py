@@ -28,14 +28,6 @@ from harness.journal.requests import Journal
 from vocabulary import messages_body, say, step_with
 
 
-@pytest.fixture
-def served(tmp_path):
-    api = FakeModelAPI(Journal(tmp_path / "journal.jsonl"))
-    with FakeAPIServer(api) as server:
-        yield api, server
-    api.journal.close()
-
-
 def _head(body: bytes, *extra: str) -> bytes:
     lines = ["POST /v1/messages HTTP/1.1", "host: 127.0.0.1", "content-type: application/json",
              f"content-length: {len(body)}", *extra]
@@ -55,7 +47,7 @@ def _read_until(sock: socket.socket, done, limit_s: float = 10.0) -> bytes:
 
 
 def test_a_client_that_waits_for_100_continue_gets_it_before_it_sends_the_body(served):
-    api, server = served
+    api, server, _ = served
     api.begin_step(step_with(say("continued")))
     body = json.dumps(messages_body()).encode()
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
@@ -70,7 +62,7 @@ def test_a_client_that_waits_for_100_continue_gets_it_before_it_sends_the_body(s
 
 def test_thousands_of_pipelined_requests_are_answered_each_in_order(served):
     """Answered in a loop, never one call deeper per request: 3000 of them sent at once."""
-    api, server = served
+    api, server, _ = served
     count = 3000
     request = b"GET /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
@@ -84,7 +76,7 @@ def test_thousands_of_pipelined_requests_are_answered_each_in_order(served):
 
 
 def test_a_client_that_stops_reading_a_large_reply_holds_up_nobody_and_gets_every_byte_later(served):
-    api, server = served
+    api, server, _ = served
     text = "x" * (8 << 20)  # far more than the loopback socket buffers hold
     api.begin_step(step_with(say(text)))
     body = json.dumps(messages_body()).encode()
@@ -111,7 +103,7 @@ def test_a_client_that_stops_reading_a_large_reply_holds_up_nobody_and_gets_ever
 
 def test_a_request_cut_off_halfway_is_answered_408_once_the_timeout_passes_and_an_idle_connection_closed(
         served, monkeypatch):
-    api, server = served
+    api, server, _ = served
     monkeypatch.setattr(connection_module, "IDLE_TIMEOUT_S", 0.5)
     monkeypatch.setattr(server_module, "SWEEP_S", 0.1)
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as idle, \
@@ -143,7 +135,7 @@ def test_stopping_the_server_closes_its_connections_and_leaves_no_thread(tmp_pat
 
 
 def test_a_failure_in_the_loop_itself_is_one_recorded_line_and_serving_goes_on(served, monkeypatch, capfd):
-    api, server = served
+    api, server, _ = served
     real = connection_module.Connection.__init__
     failures = ["once"]
 
