@@ -18,7 +18,6 @@ import socket
 import threading
 import time
 
-import pytest
 
 from harness.fakeapi import connection as connection_module
 from harness.fakeapi import server as server_module
