@@ -18,7 +18,6 @@ import socket
 import threading
 import time
 
-
 from harness.fakeapi import connection as connection_module
 from harness.fakeapi import server as server_module
 from harness.fakeapi.core import FakeModelAPI
