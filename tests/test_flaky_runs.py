@@ -170,6 +170,18 @@ def test_last_failed_without_a_last_report_is_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_scenarios_taken_for_last_failed_s_report_folder_are_named_as_such(tmp_path):
+    """--last-failed takes an optional folder: `--last-failed scenarios/` reads scenarios/ as the last report."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    scenario(folder)
+    proc = harness("run", "--target", "reference", "--last-failed", str(folder), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"harness: error: --last-failed took {folder} for the report folder it may name, but that holds scenarios "
+        "and no report: put the scenarios before --last-failed, or write --last-failed=REPORT_DIR")
+
+
 def test_bad_attempt_counts_are_refused(tmp_path):
     for option, value in (("--retries", "-1"), ("--repeat", "0"), ("--retries", "x")):
         proc = harness("run", str(scenario(tmp_path)), option, value, cwd=tmp_path)

@@ -66,8 +66,18 @@ def last_report(given: str, report_dir: str | None, project) -> Path:
         folder = project.place(project.report_dir) / "latest"
     path = folder if folder.name == "results.json" else folder / "results.json"
     if not path.is_file():
+        if given and _holds_scenarios(folder):
+            raise InputError(f"--last-failed took {given} for the report folder it may name, but that holds scenarios "
+                             f"and no report: put the scenarios before --last-failed, or write --last-failed=REPORT_DIR")
         raise InputError(f"--last-failed: no last report at {path} (run once without --last-failed, or name a report folder)")
     return path
+
+
+def _holds_scenarios(place: Path) -> bool:
+    """A scenario file, or a folder with one in it: what `harness run --last-failed scenarios/` meant to run."""
+    if place.is_file():
+        return place.suffix in (".yaml", ".yml")
+    return place.is_dir() and any(found.suffix in (".yaml", ".yml") for found in place.rglob("*"))
 
 
 def only_last_failed(parts: list, path: Path) -> tuple[list, str]:
