@@ -1,5 +1,5 @@
-"""Accepting besides the server's own loop: a listener adopted from a step's network namespace, and the
-wake-up pipe that stops a polling loop at once.
+"""What the server's event loop listens to besides its own listener: a listener adopted from a step's network
+namespace, and the wake-up pipe that makes a waiting loop act at once.
 
 A step in a network namespace of its own (harness/isolation/netns.py) hands over a
 listener created there; its connections are accepted by the server's event

@@ -9,7 +9,7 @@ is None, never a guess.
 A step that runs in its own network namespace (harness/isolation/netns.py) connects
 through a listener that namespace handed over; its sockets are listed only in
 that namespace's tables, which the launcher opened there and passed along. The
-thread serving such a connection names them (`connections_from`), so the
+lookup for such a connection names them (`connections_from`), so the
 lookup reads exactly that namespace's tables and never mistakes a same-numbered
 connection of the host (or of another step) for it. Socket inodes are global,
 so the holder is found through /proc/<pid>/fd as before.
