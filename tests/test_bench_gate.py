@@ -19,6 +19,16 @@ def test_agent_cpu_counts_every_step_of_every_attempt_and_says_what_it_could_not
     assert gate.agent_cpu(tmp_path / "results.json") == (1.75, 3, 2)
 
 
+def test_steps_one_launcher_process_carried_are_measured_on_its_last_step_not_missing(tmp_path):
+    from harness.execution.launcher import CPU_OF_EVERY_STEP
+
+    carried = {"steps": [{"cpu_s": None, "notes": []}, {"cpu_s": None},
+                         {"cpu_s": 2.0, "notes": [f"cpu_s: the whole inspect eval process's, {CPU_OF_EVERY_STEP}"]}]}
+    in_process = {"steps": [{"cpu_s": None, "notes": ["something else"]}]}
+    (tmp_path / "results.json").write_text(json.dumps({"runs": [carried, in_process]}))
+    assert gate.agent_cpu(tmp_path / "results.json") == (2.0, 3, 1)
+
+
 def test_a_suite_is_measured_against_its_agents_cpu(tmp_path):
     (tmp_path / "pyproject.toml").write_text(f"""\
 [tool.harness.suites.small]
