@@ -48,3 +48,22 @@ targets = ["reference", "reference:drop-append-on-resume"]
 def test_every_suite_of_make_run_is_one_the_gate_measures():
     assert gate.suites(ROOT)[0] == "library" and "claude-code" in gate.suites(ROOT)
     assert os.cpu_count()
+
+
+def test_the_report_of_a_suite_that_did_not_exit_0_is_kept_beside_the_bench(tmp_path, monkeypatch):
+    """The scratch goes when the bench ends; a suite's unexpected verdicts must not go with it."""
+    scenario = (ROOT / "scenarios" / "retry-after-wrong-answer.yaml").read_text().split("expect:")[0]
+    (tmp_path / "no-expectations.yaml").write_text(scenario)  # a defect that fails, expected to pass: exit 1
+    (tmp_path / "pyproject.toml").write_text("""\
+[tool.harness.suites.small]
+scenarios = ["no-expectations.yaml"]
+targets = ["reference:drop-append-on-resume"]
+""")
+    monkeypatch.setattr(gate, "suites", lambda checkout: ["small"])
+    said: list[str] = []
+    got = gate.measure(tmp_path / "scratch", tmp_path, False, said.append, keep=tmp_path / "out")
+    (row,) = got["suites"]
+    assert row["exit_code"] == 1 and row["report_kept"] == str(tmp_path / "out" / "gate-small")
+    kept = json.loads((tmp_path / "out" / "gate-small" / "results.json").read_text())
+    assert [r["target"] for r in kept["runs"]] == ["reference:drop-append-on-resume"]
+    assert said[-1].endswith(f"; exit 1, its report kept in {tmp_path / 'out' / 'gate-small'}")

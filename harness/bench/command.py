@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
             "explore": lambda progress: _explore(args.quick, progress),
             "library": lambda progress: _library(args.quick, scratch, progress),
             "bisect": lambda progress: _bisect(args.quick, scratch, progress),
-            "gate": lambda progress: gate.measure(scratch, CHECKOUT, args.quick, progress),
+            "gate": lambda progress: gate.measure(scratch, CHECKOUT, args.quick, progress, keep=args.out),
         }
         for part in args.parts:
             say(f"{part}:")

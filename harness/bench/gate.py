@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -73,17 +74,25 @@ def run_suite(name: str, cores: int, report_dir: Path, checkout: Path) -> dict:
             "load_average_before": load, "load_average_after": load_average()}
 
 
-def measure(scratch: Path, checkout: Path, quick: bool, progress: Callable[[str], None] = lambda line: None) -> dict:
+def measure(scratch: Path, checkout: Path, quick: bool, progress: Callable[[str], None] = lambda line: None,
+            keep: Path | None = None) -> dict:
+    """Every suite in turn; the report of one that did not exit 0 is copied to `keep` (the scratch goes)."""
     cores = os.cpu_count() or 1
     names = QUICK_SUITES if quick else suites(checkout)
     rows = []
     for name in names:
         got = run_suite(name, cores, scratch / f"gate-{name}", checkout)
+        if got["exit_code"] and keep is not None:
+            kept = keep / f"gate-{name}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(scratch / f"gate-{name}", kept)
+            got["report_kept"] = str(kept)
         gate = f"×{got['gate']:.2f}" if got["gate"] is not None else "no agent CPU measured"
         progress(f"{name}: {got['runs']} runs in {got['wall_s']:.1f} s on {cores} workers; agents' CPU "
                  f"{got['agent_cpu_s']:.1f} s / {cores} cores = {got['limit_s']:.1f} s; gate {gate}"
                  + (f" ({got['steps_unmeasured']} steps without a CPU figure (in-process) not counted)" if got["steps_unmeasured"] else "")
-                 + (f"; exit {got['exit_code']}" if got["exit_code"] else ""))
+                 + (f"; exit {got['exit_code']}" if got["exit_code"] else "")
+                 + (f", its report kept in {got['report_kept']}" if "report_kept" in got else ""))
         rows.append(got)
     wall, limit = sum(r["wall_s"] for r in rows), sum(r["limit_s"] for r in rows)
     return {"cores": cores, "suites": rows, "wall_s": round(wall, 2), "limit_s": round(limit, 2),
