@@ -99,6 +99,7 @@ class StepResult:
     exit_code: int | None = None
     duration_s: float = 0.0
     cpu_s: float | None = None  # the agent process's own CPU time (user + system), where it was measured
+    cpu_of_steps: list[int] = field(default_factory=list)  # other steps whose CPU time cpu_s includes (one launcher)
     requests: int = 0  # every journaled request of the step
     classes: dict[str, int] = field(default_factory=dict)  # requests per class: main, compaction, side, malformed
     request_seqs: list[int] = field(default_factory=list)

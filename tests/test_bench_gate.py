@@ -12,19 +12,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_agent_cpu_counts_every_step_of_every_attempt_and_says_what_it_could_not(tmp_path):
-    runs = [{"steps": [{"cpu_s": 0.5}, {"cpu_s": 0.25}],
-             "attempts": [{"steps": [{"cpu_s": 1.0}, {"cpu_s": None}]}]},
-            {"steps": [{"cpu_s": None}], "attempts": []}]
+    runs = [{"steps": [{"index": 1, "cpu_s": 0.5}, {"index": 2, "cpu_s": 0.25}],
+             "attempts": [{"steps": [{"index": 1, "cpu_s": 1.0}, {"index": 2, "cpu_s": None}]}]},
+            {"steps": [{"index": 1, "cpu_s": None}], "attempts": []}]
     (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
     assert gate.agent_cpu(tmp_path / "results.json") == (1.75, 3, 2)
 
 
 def test_steps_one_launcher_process_carried_are_measured_on_its_last_step_not_missing(tmp_path):
-    from harness.execution.launcher import CPU_OF_EVERY_STEP
-
-    carried = {"steps": [{"cpu_s": None, "notes": []}, {"cpu_s": None},
-                         {"cpu_s": 2.0, "notes": [f"cpu_s: the whole inspect eval process's, {CPU_OF_EVERY_STEP}"]}]}
-    in_process = {"steps": [{"cpu_s": None, "notes": ["something else"]}]}
+    carried = {"steps": [{"index": 1, "cpu_s": None}, {"index": 2, "cpu_s": None},
+                         {"index": 3, "cpu_s": 2.0, "cpu_of_steps": [1, 2]}]}
+    in_process = {"steps": [{"index": 1, "cpu_s": None, "cpu_of_steps": []}]}
     (tmp_path / "results.json").write_text(json.dumps({"runs": [carried, in_process]}))
     assert gate.agent_cpu(tmp_path / "results.json") == (2.0, 3, 1)
 

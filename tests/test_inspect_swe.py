@@ -106,6 +106,7 @@ def test_without_the_pin_the_model_loses_the_text_at_the_first_retry(tmp_path):
     assert verdicts(result)["appended_exactly_once"] == "fail"
     # One Inspect process launched both steps: its CPU time, Claude Code's included, is the last step's (the gate's)
     assert [s.cpu_s is None for s in result.steps] == [True, False] and result.steps[-1].cpu_s > 1.0
+    assert result.steps[-1].cpu_of_steps == [1]
     assert "cpu_s: the whole inspect eval process's, every step's agents included" in result.steps[-1].notes[-1]
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Callable
 
 from harness.bench.machine import load_average
-from harness.execution.launcher import CPU_OF_EVERY_STEP
 
 QUICK_SUITES = ["library"]
 
@@ -39,16 +38,16 @@ def suites(checkout: Path) -> list[str]:
 def agent_cpu(results: Path) -> tuple[float, int, int]:
     """(seconds of agent CPU, steps measured, steps without a figure) over every run and attempt in results.json.
 
-    A step whose time its launcher's last step carries (CPU_OF_EVERY_STEP) is measured, not missing."""
+    A step whose time another step's cpu_s includes (`cpu_of_steps`: one launcher process) is measured, not missing."""
     total, measured, unmeasured = 0.0, 0, 0
     for run in json.loads(results.read_text(encoding="utf-8"))["runs"]:
         for attempt in [*run.get("attempts", []), run]:
-            carried = any(CPU_OF_EVERY_STEP in note for step in attempt["steps"] for note in step.get("notes", []))
+            carried = {index for step in attempt["steps"] for index in step.get("cpu_of_steps", [])}
             for step in attempt["steps"]:
                 if step.get("cpu_s") is not None:
                     total += step["cpu_s"]
                     measured += 1
-                elif carried:
+                elif step["index"] in carried:
                     measured += 1
                 else:
                     unmeasured += 1

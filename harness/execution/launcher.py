@@ -41,8 +41,6 @@ from harness.redaction import TAIL_MARGIN, redact_tail
 from harness.results import StepResult
 from harness.scenario.model import Scenario, Step
 
-# The note on the last step of a run whose steps one launcher process carried: its cpu_s is all of theirs.
-CPU_OF_EVERY_STEP = "every step's agents included"
 
 STARTUP_ALLOWANCE_S = 120.0  # the launcher's own start and teardown, on top of the steps' timeouts
 
@@ -132,7 +130,8 @@ def _run_launcher(launcher: ScenarioLauncher, session: StepSession, on_step: Cal
     results[-1].notes += [f"{launcher.name}: {note}" for note in [*isolation.notes, *outcome.notes, *told.notes]]
     if outcome.cpu_s is not None:  # one process carried every step: its time (and its agents') is the last step's
         results[-1].cpu_s = round(outcome.cpu_s, 3)
-        results[-1].notes.append(f"cpu_s: the whole {launcher.name} process's, {CPU_OF_EVERY_STEP}")
+        results[-1].cpu_of_steps = [step.index for step in scenario.steps if step.index != results[-1].index]
+        results[-1].notes.append(f"cpu_s: the whole {launcher.name} process's, every step's agents included")
     for result in results:
         on_step(result)
     every = sorted([*steps.reported.values(), *results], key=lambda r: r.index)
